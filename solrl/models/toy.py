@@ -1,0 +1,86 @@
+"""The embedded toy text-to-image model: a tiny diffusers SD3Transformer2DModel in pixel space.
+
+Same class as SD3.5 uses, so LoRA targets, quantization rules and the sampler meet the real
+code path; small enough (about 3.6M parameters, 32x32 RGB) to train and run RL on a laptop CPU.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from .base import PromptEmbeds
+from .text_encoder import MiniLMEncoder
+
+TOY_BASE_DIR = Path(__file__).resolve().parent.parent / "assets" / "toy_base"
+
+TOY_TRANSFORMER_CONFIG = dict(
+    sample_size=32,
+    patch_size=4,
+    in_channels=3,
+    out_channels=3,
+    num_layers=6,
+    attention_head_dim=32,
+    num_attention_heads=4,
+    joint_attention_dim=MiniLMEncoder.width,
+    caption_projection_dim=128,
+    pooled_projection_dim=MiniLMEncoder.width,
+    pos_embed_max_size=8,
+)
+
+
+def build_toy_transformer(seed: int = 0):
+    from diffusers import SD3Transformer2DModel
+
+    torch.manual_seed(seed)
+    return SD3Transformer2DModel(**TOY_TRANSFORMER_CONFIG)
+
+
+class ToyPolicy:
+    """Pixel-space policy: images in [-1, 1] are the sample space; decode is a rescale."""
+
+    sample_shape = (3, 32, 32)
+
+    def __init__(self, transformer, text_encoder: MiniLMEncoder | None = None, shift: float = 1.0):
+        self.transformer = transformer
+        self.text_encoder = text_encoder or MiniLMEncoder()
+        self.shift = shift
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path | None = None, shift: float | None = None) -> "ToyPolicy":
+        from diffusers import SD3Transformer2DModel
+
+        path = Path(path) if path else TOY_BASE_DIR
+        if not (path / "config.json").exists():
+            raise FileNotFoundError(
+                f"no toy model at {path} (config.json missing); run `solrl pretrain-toy --out {path}` "
+                "or point model.path at a directory written by it"
+            )
+        transformer = SD3Transformer2DModel.from_pretrained(str(path)).eval()
+        info_file = path / "training.json"
+        info = json.loads(info_file.read_text()) if info_file.exists() else {}
+        return cls(transformer, shift=shift if shift is not None else info.get("sampling_shift", 1.0))
+
+    def encode_prompts(self, prompts: list[str]) -> PromptEmbeds:
+        return self.text_encoder(list(prompts))
+
+    def velocity(self, x: torch.Tensor, t: torch.Tensor, cond: PromptEmbeds) -> torch.Tensor:
+        cond = cond.to(device=x.device, dtype=x.dtype)
+        out = self.transformer(
+            hidden_states=x,
+            encoder_hidden_states=cond.states,
+            pooled_projections=cond.pooled,
+            timestep=t.to(x.dtype) * 1000,
+            return_dict=False,
+        )[0]
+        return out
+
+    def decode(self, x: torch.Tensor) -> torch.Tensor:
+        return ((x.float() + 1) / 2).clamp(0, 1)
+
+    @staticmethod
+    def encode_images(images_uint8) -> torch.Tensor:
+        """uint8 [B, H, W, 3] (numpy or tensor) -> sample space [B, 3, H, W] in [-1, 1]."""
+        images = torch.as_tensor(images_uint8)
+        return images.permute(0, 3, 1, 2).float() / 127.5 - 1

@@ -1,0 +1,29 @@
+"""Weighted sum of named rewards, normalised afterwards as one reward; each part is reported."""
+from __future__ import annotations
+
+import torch
+
+from .base import REWARDS, Reward, RewardResult
+
+
+@REWARDS.register("multi")
+class MultiReward(Reward):
+    name = "multi"
+
+    def __init__(self, weights: dict[str, float]):
+        if not weights:
+            raise ValueError("reward 'multi' needs weights, e.g. reward.weights={geneval: 1.0, jpeg_compressibility: 0.1}")
+        from .base import build_reward
+
+        self.weights = dict(weights)
+        self.rewards = {name: build_reward(name) for name in self.weights}
+
+    def score(self, images, prompts):
+        total = torch.zeros(images.shape[0])
+        parts = {}
+        for name, reward in self.rewards.items():
+            result = reward(images, prompts)
+            total += self.weights[name] * result.scores
+            parts[name] = result.scores
+            parts.update({f"{name}/{k}": v for k, v in result.parts.items()})
+        return RewardResult(total, parts)

@@ -1,0 +1,76 @@
+"""Ground-truth renders of toy-world scenes: hard-edged shapes on a white canvas.
+
+`shape_mask` is the one rasteriser; the verifier uses it too, to draw the ideal shape inside a
+detected object's bounding box.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .grammar import BACKGROUND, COLORS, Scene
+
+IMAGE_SIZE = 32
+COUNT_SIZE = (7, 9)      # object side in pixels for count scenes (up to four objects)
+RELATION_SIZE = (9, 12)  # object side in pixels for two-object scenes
+MIN_GAP = 2              # pixels between bounding boxes, so objects stay separate components
+MIN_OFFSET = 8           # centre distance along the relation's axis
+
+
+def shape_mask(shape: str, height: int, width: int, top: float, left: float, box_h: float, box_w: float) -> np.ndarray:
+    """Boolean mask of `shape` filling the box (top, left, box_h, box_w), tested at pixel centres."""
+    y, x = np.mgrid[0:height, 0:width].astype(np.float64) + 0.5
+    u = (x - left) / box_w  # box coordinates in [0, 1]
+    v = (y - top) / box_h
+    inside = (u >= 0) & (u <= 1) & (v >= 0) & (v <= 1)
+    if shape == "square":
+        return inside
+    if shape == "circle":
+        return (u - 0.5) ** 2 + (v - 0.5) ** 2 <= 0.25
+    if shape == "triangle":  # apex up, base along the bottom edge
+        return inside & (np.abs(u - 0.5) <= v / 2)
+    raise ValueError(f"unknown shape {shape!r}")
+
+
+def _boxes_apart(a, b) -> bool:
+    (ta, la, sa), (tb, lb, sb) = a, b
+    return ta + sa + MIN_GAP <= tb or tb + sb + MIN_GAP <= ta or la + sa + MIN_GAP <= lb or lb + sb + MIN_GAP <= la
+
+
+def _place_count(scene: Scene, rng: np.random.Generator) -> list[tuple[int, int, int]]:
+    for _ in range(1000):
+        boxes = []
+        for _ in range(scene.count):
+            s = int(rng.integers(COUNT_SIZE[0], COUNT_SIZE[1] + 1))
+            box = (int(rng.integers(1, IMAGE_SIZE - s)), int(rng.integers(1, IMAGE_SIZE - s)), s)
+            if all(_boxes_apart(box, b) for b in boxes):
+                boxes.append(box)
+        if len(boxes) == scene.count:
+            return boxes
+    raise RuntimeError(f"could not place {scene.count} objects")  # unreachable for the grammar's sizes
+
+
+def _place_relation(scene: Scene, rng: np.random.Generator) -> list[tuple[int, int, int]]:
+    horizontal = scene.relation in ("left of", "right of")
+    first_before = scene.relation in ("left of", "above")  # first object has the smaller coordinate
+    for _ in range(1000):
+        sizes = rng.integers(RELATION_SIZE[0], RELATION_SIZE[1] + 1, size=2)
+        boxes = [(int(rng.integers(1, IMAGE_SIZE - s)), int(rng.integers(1, IMAGE_SIZE - s)), int(s)) for s in sizes]
+        axis = 1 if horizontal else 0
+        centres = [b[axis] + b[2] / 2 for b in boxes]
+        offset = centres[1] - centres[0] if first_before else centres[0] - centres[1]
+        if offset >= MIN_OFFSET and _boxes_apart(*boxes):
+            return boxes
+    raise RuntimeError("could not place the two objects")
+
+
+def render_scene(scene: Scene, rng: np.random.Generator) -> np.ndarray:
+    """uint8 image [H, W, 3] of the scene with random sizes and positions drawn from `rng`."""
+    image = np.empty((IMAGE_SIZE, IMAGE_SIZE, 3), dtype=np.uint8)
+    image[:] = BACKGROUND
+    if scene.second is None:
+        boxes, objects = _place_count(scene, rng), [scene.first] * scene.count
+    else:
+        boxes, objects = _place_relation(scene, rng), [scene.first, scene.second]
+    for (top, left, size), obj in zip(boxes, objects):
+        image[shape_mask(obj.shape, IMAGE_SIZE, IMAGE_SIZE, top, left, size, size)] = COLORS[obj.color]
+    return image

@@ -1,0 +1,50 @@
+from pathlib import Path
+
+import pytest
+
+from solrl.config import Config, ConfigError, load_config
+
+CONFIGS = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.yaml"))
+
+
+def test_defaults_and_dotted_overrides():
+    cfg = load_config(None, ["sampling.steps=4", "model.shift=3", "eval.solver=dpm2", "reward.weights={geneval: 1, jpeg_compressibility: 0.5}"])
+    assert isinstance(cfg, Config)
+    assert cfg.sampling.steps == 4
+    assert cfg.model.shift == 3.0 and isinstance(cfg.model.shift, float)
+    assert cfg.eval.solver == "dpm2"
+    assert cfg.reward.weights == {"geneval": 1.0, "jpeg_compressibility": 0.5}
+    assert cfg.sampling.guidance == 1.0  # untouched default
+
+
+def test_unknown_key_names_it_and_suggests_the_closest():
+    with pytest.raises(ConfigError, match=r"'sampling\.stepz'.*did you mean 'steps'"):
+        load_config(None, ["sampling.stepz=3"])
+    with pytest.raises(ConfigError, match=r"'modle'.*did you mean 'model'"):
+        load_config(None, ["modle.path=x"])
+
+
+def test_wrong_type_names_the_key():
+    with pytest.raises(ConfigError, match=r"sampling\.steps: expected int, got str"):
+        load_config(None, ["sampling.steps=ten"])
+    with pytest.raises(ConfigError, match=r"seed: expected int, got bool"):
+        load_config(None, ["seed=true"])
+    with pytest.raises(ConfigError, match="key.sub=value"):
+        load_config(None, ["sampling.steps"])
+
+
+def test_missing_preset_file(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_yaml_preset_then_override(tmp_path):
+    preset = tmp_path / "p.yaml"
+    preset.write_text("sampling:\n  steps: 6\n  solver: dpm2\nseed: 3\n")
+    cfg = load_config(preset, ["sampling.steps=8"])
+    assert (cfg.sampling.steps, cfg.sampling.solver, cfg.seed) == (8, "dpm2", 3)
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
+def test_every_shipped_preset_loads(path):
+    load_config(path)

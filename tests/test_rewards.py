@@ -1,0 +1,94 @@
+import numpy as np
+import pytest
+import torch
+from PIL import Image, ImageDraw, ImageFont
+
+from solrl.images import to_float_nchw, to_uint8_nhwc
+from solrl.rewards import REWARDS, build_reward
+from solrl.rewards.ocr import ocr_score, ocr_target
+from solrl.toyworld.grammar import parse_prompt
+from solrl.toyworld.render import render_scene
+
+
+def test_image_conversion_round_trips():
+    u8 = np.random.default_rng(0).integers(0, 256, (2, 5, 6, 3), dtype=np.uint8)
+    f = to_float_nchw(u8)
+    assert f.shape == (2, 3, 5, 6) and f.dtype == torch.float32
+    assert np.array_equal(to_uint8_nhwc(f), u8)
+    with pytest.raises(ValueError, match="NCHW"):
+        to_float_nchw(torch.zeros(2, 5, 6, 3))
+
+
+def test_ocr_score_hand_values():
+    assert ocr_score("Hello World", "hello") == 1.0           # target inside the text
+    assert ocr_score("hallo", "hello") == pytest.approx(0.8)  # one substitution in five
+    assert ocr_score("", "hello") == 0.0                       # distance capped at len(target)
+    assert ocr_score("xyzxyzxyz", "ab") == 0.0
+    assert ocr_target('a neon sign saying "Open 24h" and "bar"') == "Open 24h"
+    with pytest.raises(ValueError, match="double quotes"):
+        ocr_target("a sign with no quoted text")
+
+
+def _word_image(word: str) -> np.ndarray:
+    image = Image.new("RGB", (160, 48), "white")
+    ImageDraw.Draw(image).text((8, 8), word, fill="black", font=ImageFont.load_default(size=28))
+    return np.array(image)
+
+
+@pytest.mark.parametrize("detect", [False, True])
+def test_ocr_reward_reads_a_rendered_word(detect):
+    reward = build_reward("ocr", detect=detect)
+    images = torch.as_tensor(np.stack([_word_image("sunset"), _word_image("bridge")]))
+    prompts = ['a poster that says "sunset"'] * 2
+    scores = reward(images, prompts).scores
+    assert scores[0] >= 0.99
+    assert scores[1] <= 0.5
+
+
+def test_geneval_reward_matches_the_verifier_and_reports_strict_accuracy():
+    rng = np.random.default_rng(0)
+    prompts = ["two red circles", "a blue square above a yellow triangle"]
+    images = np.stack([render_scene(parse_prompt(p), rng) for p in prompts])
+    result = build_reward("geneval")(torch.as_tensor(images), prompts)
+    assert result.scores.min() >= 0.95
+    assert result.parts["strict"].tolist() == [1.0, 1.0]
+    swapped = build_reward("geneval")(torch.as_tensor(images), prompts[::-1])
+    assert swapped.scores.max() < 0.5
+
+
+def test_jpeg_rewards_prefer_flat_or_busy_images():
+    flat = np.full((1, 64, 64, 3), 128, np.uint8)
+    busy = np.random.default_rng(0).integers(0, 256, (1, 64, 64, 3), dtype=np.uint8)
+    images = torch.as_tensor(np.concatenate([flat, busy]))
+    comp = build_reward("jpeg_compressibility")(images, ["", ""]).scores
+    incomp = build_reward("jpeg_incompressibility")(images, ["", ""]).scores
+    assert comp[0] > comp[1] and incomp[1] > incomp[0]
+    assert torch.equal(comp, -incomp)
+
+
+def test_multi_reward_is_the_weighted_sum_and_reports_parts():
+    rng = np.random.default_rng(1)
+    prompts = ["one green square", "three blue circles"]
+    images = torch.as_tensor(np.stack([render_scene(parse_prompt(p), rng) for p in prompts]))
+    multi = build_reward("multi", weights={"geneval": 2.0, "jpeg_compressibility": 0.5})
+    result = multi(images, prompts)
+    g = build_reward("geneval")(images, prompts).scores
+    j = build_reward("jpeg_compressibility")(images, prompts).scores
+    torch.testing.assert_close(result.scores, 2.0 * g + 0.5 * j)
+    assert set(result.parts) == {"geneval", "geneval/strict", "jpeg_compressibility"}
+    with pytest.raises(ValueError, match="weights"):
+        build_reward("multi", weights={})
+
+
+def test_unknown_reward_name_lists_the_valid_ones():
+    with pytest.raises(KeyError, match=r"unknown reward 'genevel'.*Did you mean 'geneval'"):
+        build_reward("genevel")
+    assert {"geneval", "ocr", "jpeg_compressibility", "jpeg_incompressibility", "multi"} <= set(REWARDS)
+
+
+def test_reward_refuses_mismatched_prompts_and_bad_grammar():
+    images = torch.zeros(2, 3, 32, 32)
+    with pytest.raises(ValueError, match="2 images but 1 prompts"):
+        build_reward("geneval")(images, ["two red circles"])
+    with pytest.raises(ValueError, match="outside the toy-world grammar"):
+        build_reward("geneval")(images, ["a cat", "a dog"])
