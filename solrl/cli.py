@@ -68,6 +68,46 @@ def cmd_pretrain_toy(args) -> int:
     return 0
 
 
+def cmd_train(args) -> int:
+    import logging
+
+    from .config import load_config
+    from .trainer import Trainer
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    cfg = load_config(args.config, args.overrides)
+    resume = args.resume
+    if resume == "auto":
+        from .checkpoint import list_checkpoints
+
+        resume = cfg.out_dir if list_checkpoints(Path(cfg.out_dir) / "checkpoints") else None
+    summary = Trainer(cfg, resume=resume, quiet=args.quiet).train()
+    print(json.dumps({k: v for k, v in summary.items() if k != "last_train_record"}, indent=2))
+    print(f"run directory: {cfg.out_dir} (curve.png, train.jsonl, eval.jsonl, checkpoints/, tb/)")
+    return 0
+
+
+def cmd_export(args) -> int:
+    import warnings
+
+    from .checkpoint import load_checkpoint
+    from .config import from_dict, Config
+    from .models import load_policy
+    from .models.lora import TRAINED, add_policy_adapters, export_lora, load_adapter_state, lora_config
+
+    ckpt = load_checkpoint(args.run)
+    cfg = from_dict(Config, ckpt["config"])
+    policy = load_policy(cfg.model.name, cfg.model.path, cfg.model.shift)
+    lcfg = lora_config(cfg.lora.rank, cfg.lora.alpha, cfg.lora.init, cfg.lora.target_modules, cfg.lora.dropout)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        add_policy_adapters(policy.transformer, lcfg)
+    load_adapter_state(policy.transformer, TRAINED, ckpt["lora_default"])
+    out = export_lora(policy.transformer, lcfg, args.out)
+    print(f"exported the trained LoRA of {ckpt['_path']} to {out} (peft: adapter_model.safetensors; diffusers: pytorch_lora_weights.safetensors)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="solrl", description="RL post-training of text-to-image flow models (Sol-RL, DiffusionNFT).")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -92,6 +132,18 @@ def build_parser() -> argparse.ArgumentParser:
     _sampling_args(p)
     p.set_defaults(fn=cmd_eval)
 
+    p = sub.add_parser("train", help="DiffusionNFT / Sol-RL training from a YAML preset plus key=value overrides")
+    p.add_argument("config", help="YAML preset, e.g. configs/toy_nft.yaml")
+    p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. train.lr=1e-4 train.iterations=20")
+    p.add_argument("--resume", default=None, help="checkpoint file or run directory to continue; 'auto' = out_dir if it has one")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(fn=cmd_train)
+
+    p = sub.add_parser("export", help="write a run's trained LoRA in peft and diffusers formats")
+    p.add_argument("run", help="run directory or checkpoint file")
+    p.add_argument("--out", required=True, help="output directory")
+    p.set_defaults(fn=cmd_export)
+
     p = sub.add_parser("pretrain-toy", help="pretrain the toy base model by rectified flow on rendered scenes")
     p.add_argument("--out", default="runs/pretrain_toy", help="output directory (safetensors + training.json)")
     p.add_argument("--steps", type=int, default=2000, help="optimizer steps (default 2000, ~15 min on 2 cores)")
@@ -106,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (ValueError, KeyError, FileNotFoundError) as exc:
+    except (ValueError, KeyError, FileNotFoundError) as exc:  # ConfigError is a ValueError
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"solrl {args.command}: error: {msg}", file=sys.stderr)
         return 2

@@ -52,6 +52,46 @@ class EvalConfig:
 
 
 @dataclass
+class LoraSection:
+    rank: int = 32                   # LoRA rank (references: 32; 64 for Qwen-Image)
+    alpha: float = 64.0              # LoRA alpha; scale = alpha / rank
+    init: str = "gaussian"           # gaussian (A ~ N(0, 1/r), B = 0) | default (kaiming A, B = 0)
+    dropout: float = 0.0
+    target_modules: list[str] = field(default_factory=lambda: [
+        "to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out"])
+
+
+@dataclass
+class TrainConfig:
+    prompts: str = "train"           # toy split name or a .txt/.jsonl/.parquet prompt file
+    iterations: int = 100            # rollout + update rounds
+    prompts_per_iter: int = 8        # prompt groups per iteration (references: 48)
+    group_size: int = 12             # images per prompt, K (references: 24)
+    lr: float = 3e-4                 # AdamW learning rate
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
+    weight_decay: float = 1e-4
+    grad_clip: float = 1.0           # max grad norm; a non-finite norm skips the step
+    micro_batch: int = 32            # (sample, timestep) pairs per forward/backward
+    timestep_fraction: float = 0.5   # share of the rollout's timesteps trained per sample
+    nft_beta: float = 1.0            # DiffusionNFT mixing strength (VeRL-Omni: mix_beta)
+    ref_kl_coef: float = 0.0         # weight of mean (v_theta - v_ref)^2; 1e-4 in the OCR recipe
+    adv_clip_max: float = 5.0        # C: advantage clip and loss scale
+    adv_mode: str = "continuous"     # continuous | positive_only | negative_only | one_only | binary
+    adaptive_weight: bool = True     # official adaptive x0 weighting; False = plain velocity MSE
+    global_std: bool = True          # normalise advantages by the batch std (else per group)
+    old_policy_decay_schedule: str = "linear_to_0_5"  # copy | linear_to_0_5 | delayed_linear_to_0_999
+    old_policy_decay: float | None = None  # a fixed decay overrides the schedule
+    old_policy_update_interval: int = 1    # optimizer steps between old-adapter refreshes
+    autocast_bf16: bool = False      # bf16 autocast for rollouts and the training forward
+    batch_old_ref: bool = True       # old and reference predictions in one mixed-adapter forward
+    time_budget_minutes: float = 0.0 # stop after this wall-clock (0 = run all iterations)
+    eval_every: int = 5              # iterations between held-out validations (0 = only at the end)
+    checkpoint_every: int = 10       # iterations between checkpoints (0 = only at the end)
+    keep_checkpoints: int = 2        # keep the newest N checkpoints
+    max_skipped_iterations: int = 3  # consecutive iterations lost to reward failures before stopping
+
+
+@dataclass
 class Config:
     seed: int = 0                    # global seed (data order, training noise)
     out_dir: str = "runs/default"    # where run artefacts go
@@ -59,6 +99,8 @@ class Config:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    lora: LoraSection = field(default_factory=LoraSection)
+    train: TrainConfig = field(default_factory=TrainConfig)
 
 
 def _suggest(key: str, valid: list[str]) -> str:

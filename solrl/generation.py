@@ -28,12 +28,13 @@ def generate(
         raise ValueError(f"{len(prompts)} prompts but {len(seeds)} seeds")
     velocity = velocity or policy.velocity
     shift = policy.shift if shift is None else shift
+    device = next(policy.transformer.parameters()).device
     uncond = policy.encode_prompts([""]) if guidance != 1.0 else None
     out = []
     for start in range(0, len(prompts), batch_size):
         chunk = list(prompts[start:start + batch_size])
         cond = policy.encode_prompts(chunk)
-        noise = initial_noise(seeds[start:start + batch_size], policy.sample_shape)
+        noise = initial_noise(seeds[start:start + batch_size], policy.sample_shape, device=device)
         batch_uncond = uncond.repeat_interleave(len(chunk)) if uncond is not None else None
         out.append(sample(velocity, noise, cond, steps, shift, solver, guidance, batch_uncond))
-    return torch.cat(out) if out else torch.empty((0, *policy.sample_shape))
+    return torch.cat(out) if out else torch.empty((0, *policy.sample_shape), device=device)

@@ -13,3 +13,17 @@ def toy_policy():
     from solrl.models import load_policy
 
     return load_policy("toy")
+
+
+@pytest.fixture(scope="session")
+def tiny_toy_dir(tmp_path_factory):
+    """A random-weight toy transformer small enough for fast trainer tests (2 layers, width 32)."""
+    from diffusers import SD3Transformer2DModel
+
+    from solrl.models.toy import TOY_TRANSFORMER_CONFIG
+
+    torch.manual_seed(0)
+    config = dict(TOY_TRANSFORMER_CONFIG, num_layers=2, attention_head_dim=16, num_attention_heads=2, caption_projection_dim=32)
+    path = tmp_path_factory.mktemp("tiny_toy")
+    SD3Transformer2DModel(**config).save_pretrained(str(path))
+    return path

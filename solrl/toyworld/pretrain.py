@@ -27,6 +27,7 @@ class PretrainConfig:
     warmup_steps: int = 100
     weight_decay: float = 0.0
     cond_dropout: float = 0.1  # share of empty-prompt samples, so CFG works at sampling time
+    ema_decay: float = 0.998   # the saved weights are this exponential moving average (cleaner samples)
     snapshot_every: int = 250
     seed: int = 0
     sampling_shift: float = 1.0
@@ -50,6 +51,8 @@ def pretrain_toy(cfg: PretrainConfig, log=print) -> Path:
     embeds = encoder(prompts)
     null = encoder([""])
     transformer = build_toy_transformer(cfg.seed).train()
+    ema = build_toy_transformer(cfg.seed).eval().requires_grad_(False)
+    ema.load_state_dict(transformer.state_dict())
     policy = ToyPolicy(transformer, encoder)
     opt = torch.optim.AdamW(transformer.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, cfg))
@@ -71,6 +74,11 @@ def pretrain_toy(cfg: PretrainConfig, log=print) -> Path:
             torch.nn.utils.clip_grad_norm_(transformer.parameters(), 1.0)
             opt.step()
             sched.step()
+            with torch.no_grad():
+                # warm-up of the average: early weights are forgotten quickly
+                decay = min(cfg.ema_decay, (1 + step) / (10 + step))
+                for p_ema, p in zip(ema.parameters(), transformer.parameters()):
+                    p_ema.lerp_(p, 1 - decay)
             losses.append(loss.item())
             if (step + 1) % 50 == 0:
                 rec = {"step": step + 1, "loss": float(np.mean(losses[-50:])), "seconds": round(time.time() - start, 1)}
@@ -78,15 +86,15 @@ def pretrain_toy(cfg: PretrainConfig, log=print) -> Path:
                 logf.flush()
                 log(f"pretrain step {rec['step']}/{cfg.steps} loss {rec['loss']:.4f} ({rec['seconds']} s)")
             if cfg.snapshot_every and (step + 1) % cfg.snapshot_every == 0 and step + 1 < cfg.steps:
-                _save(transformer, out / "snapshots" / f"step_{step + 1:06d}", cfg, step + 1, start, losses)
-    _save(transformer, out, cfg, cfg.steps, start, losses)
+                _save(ema, out / "snapshots" / f"step_{step + 1:06d}", cfg, step + 1, start, losses)
+    _save(ema, out, cfg, cfg.steps, start, losses)
     return out
 
 
 def _save(transformer, path: Path, cfg: PretrainConfig, step: int, start: float, losses: list[float]) -> None:
     transformer.save_pretrained(str(path), safe_serialization=True)
     info = {
-        "what": "toy-world base model (solrl pretrain-toy): rectified flow on rendered train-split scenes",
+        "what": "toy-world base model (solrl pretrain-toy): rectified flow on rendered train-split scenes; EMA weights",
         "step": step,
         "final_loss_mean_last_50": float(np.mean(losses[-50:])),
         "seconds": round(time.time() - start, 1),

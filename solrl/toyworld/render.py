@@ -10,8 +10,8 @@ import numpy as np
 from .grammar import BACKGROUND, COLORS, Scene
 
 IMAGE_SIZE = 32
-COUNT_SIZE = (7, 9)      # object side in pixels for count scenes (up to four objects)
-RELATION_SIZE = (9, 12)  # object side in pixels for two-object scenes
+COUNT_SIZE = (8, 10)      # object side in pixels for count scenes (up to four objects)
+RELATION_SIZE = (10, 14)  # object side in pixels for two-object scenes
 MIN_GAP = 2              # pixels between bounding boxes, so objects stay separate components
 MIN_OFFSET = 8           # centre distance along the relation's axis
 

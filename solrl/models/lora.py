@@ -1,0 +1,156 @@
+"""The policy's two LoRA adapters: `default` (trained) and `old` (rollouts); reference = adapters off.
+
+Built on peft's adapter injection, so the same code serves the toy transformer and the diffusers
+transformers. peft's `set_adapter` also flips `requires_grad`; `use_adapter` puts it back, so the
+optimizer always owns exactly the `default` parameters.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import torch
+from peft import LoraConfig, inject_adapter_in_model, set_peft_model_state_dict
+from peft.tuners.tuners_utils import BaseTunerLayer
+from peft.utils import get_peft_model_state_dict
+
+TRAINED, ROLLOUT = "default", "old"
+SD3_ATTENTION = ["to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out"]
+SD3_FEEDFORWARD = ["ff.net.0.proj", "ff.net.2", "ff_context.net.0.proj", "ff_context.net.2"]
+
+
+def lora_config(rank: int, alpha: float, init: str | bool, target_modules: list[str], dropout: float = 0.0) -> LoraConfig:
+    init_value = {"gaussian": "gaussian", "default": True, "kaiming": True, "zeros": False}.get(init, init)
+    return LoraConfig(r=rank, lora_alpha=alpha, init_lora_weights=init_value, target_modules=list(target_modules),
+                      lora_dropout=dropout)
+
+
+def _tuner_layers(model):
+    return [m for m in model.modules() if isinstance(m, BaseTunerLayer)]
+
+
+def add_policy_adapters(model: torch.nn.Module, config: LoraConfig) -> None:
+    """Inject `default` and `old`, with old = default at start (SPEC.md 1.7)."""
+    model.requires_grad_(False)
+    inject_adapter_in_model(config, model, adapter_name=TRAINED)
+    inject_adapter_in_model(config, model, adapter_name=ROLLOUT)
+    if not _tuner_layers(model):
+        raise ValueError(f"LoRA target modules {config.target_modules} matched no layer of {type(model).__name__}")
+    copy_adapter(model, src=TRAINED, dst=ROLLOUT)
+    use_adapter(model, TRAINED)
+
+
+def adapter_params(model, name: str) -> dict[str, torch.nn.Parameter]:
+    """Parameters of one adapter, keyed by their names with the adapter name removed."""
+    tag = f".{name}."
+    return {n.replace(tag, "."): p for n, p in model.named_parameters() if tag in n and "lora_" in n}
+
+
+def use_adapter(model, name: str | None) -> None:
+    """Activate one adapter (None: the reference model, adapters off); only `default` keeps grad."""
+    for layer in _tuner_layers(model):
+        if name is None:
+            layer.enable_adapters(False)
+        else:
+            layer.enable_adapters(True)
+            layer.set_adapter(name)
+    for p in adapter_params(model, TRAINED).values():
+        p.requires_grad_(True)
+    for p in adapter_params(model, ROLLOUT).values():
+        p.requires_grad_(False)
+
+
+@contextlib.contextmanager
+def adapter(model, name: str | None, restore: str = TRAINED):
+    use_adapter(model, name)
+    try:
+        yield
+    finally:
+        use_adapter(model, restore)
+
+
+@torch.no_grad()
+def copy_adapter(model, src: str, dst: str) -> None:
+    ema_update(model, decay=0.0, src=src, dst=dst)
+
+
+@torch.no_grad()
+def ema_update(model, decay: float, src: str = TRAINED, dst: str = ROLLOUT) -> None:
+    """dst <- decay * dst + (1 - decay) * src, parameter by parameter."""
+    source, target = adapter_params(model, src), adapter_params(model, dst)
+    if source.keys() != target.keys():
+        raise RuntimeError(f"adapters {src!r} and {dst!r} differ in structure")
+    for key, p in target.items():
+        p.mul_(decay).add_(source[key].detach(), alpha=1 - decay)
+
+
+def adapter_state(model, name: str) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in adapter_params(model, name).items()}
+
+
+@torch.no_grad()
+def load_adapter_state(model, name: str, state: dict[str, torch.Tensor]) -> None:
+    params = adapter_params(model, name)
+    if params.keys() != state.keys():
+        missing, extra = params.keys() - state.keys(), state.keys() - params.keys()
+        raise ValueError(f"adapter {name!r} state does not fit the model: missing {sorted(missing)[:3]}, unexpected {sorted(extra)[:3]}")
+    for key, p in params.items():
+        p.copy_(state[key])
+
+
+def export_lora(model, config: LoraConfig, out_dir: str | Path, name: str = TRAINED, diffusers_prefix: str = "transformer") -> Path:
+    """Write the adapter in peft format (adapter_config.json + adapter_model.safetensors) and in
+    diffusers' LoRA format (pytorch_lora_weights.safetensors, keys prefixed `transformer.`)."""
+    from safetensors.torch import save_file
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().cpu().contiguous() for k, v in get_peft_model_state_dict(model, adapter_name=name).items()}
+    save_file(state, str(out / "adapter_model.safetensors"))
+    cfg = config.to_dict()
+    cfg["target_modules"] = sorted(cfg["target_modules"]) if isinstance(cfg["target_modules"], (set, list)) else cfg["target_modules"]
+    (out / "adapter_config.json").write_text(json.dumps(cfg, indent=2, default=str) + "\n")
+    diffusers_state = {f"{diffusers_prefix}.{k}": v for k, v in state.items()}
+    save_file(diffusers_state, str(out / "pytorch_lora_weights.safetensors"))
+    return out
+
+
+def load_exported_lora(model, export_dir: str | Path, name: str = TRAINED) -> None:
+    """Inject and load an adapter written by `export_lora` (peft format) into a fresh model."""
+    from safetensors.torch import load_file
+
+    export_dir = Path(export_dir)
+    config = LoraConfig.from_pretrained(str(export_dir))
+    inject_adapter_in_model(config, model, adapter_name=name)
+    result = set_peft_model_state_dict(model, load_file(str(export_dir / "adapter_model.safetensors")), adapter_name=name)
+    unexpected = getattr(result, "unexpected_keys", [])
+    if unexpected:
+        raise ValueError(f"{export_dir}: adapter weights do not fit the model (unexpected keys {unexpected[:3]})")
+    for layer in _tuner_layers(model):
+        layer.set_adapter(name)
+    model.requires_grad_(False)
+
+
+@contextlib.contextmanager
+def mixed_adapter_batch(model, adapter_names: list[str]):
+    """One forward where sample i uses adapter adapter_names[i] ("__base__" = no adapter).
+
+    peft's LoRA layers support per-sample adapters through an `adapter_names` argument; the
+    hooks hand it to every LoRA layer, as peft's own PeftModel does. The base weights are then
+    applied once to the whole batch.
+    """
+    def pre_hook(module, args, kwargs):
+        kwargs["adapter_names"] = adapter_names
+        return args, kwargs
+
+    from peft.tuners.lora import LoraLayer
+
+    handles = [m.register_forward_pre_hook(pre_hook, with_kwargs=True) for m in model.modules() if isinstance(m, LoraLayer)]
+    for layer in _tuner_layers(model):
+        layer.enable_adapters(True)
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()

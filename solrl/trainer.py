@@ -1,0 +1,347 @@
+"""The DiffusionNFT training loop: rollout (old adapter) -> rewards -> advantages -> update -> refresh.
+
+Every random draw of an iteration comes from generators seeded by (run seed, iteration), so a
+resumed run repeats exactly what an uninterrupted run would have done.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import random
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import yaml
+
+from .algorithms.nft import ADV_MODES, DECAY_SCHEDULES, group_advantages, nft_loss, old_policy_decay, reward_prob, select_timesteps
+from .checkpoint import load_checkpoint, save_checkpoint
+from .config import Config, ConfigError, to_dict
+from .data import load_prompts
+from .evaluate import evaluate
+from .metrics_log import MetricsLogger
+from .models import load_policy
+from .models.lora import (ROLLOUT, TRAINED, adapter, adapter_params, adapter_state, add_policy_adapters, ema_update,
+                          load_adapter_state, lora_config)
+from .rewards import build_reward
+from .rollout import RewardError, rollout_k_in_k, rollout_seeds
+
+log = logging.getLogger("solrl.train")
+
+
+def validate_train_config(cfg: Config) -> None:
+    t = cfg.train
+    checks = [
+        (t.group_size >= 2, f"train.group_size must be >= 2 (advantages compare images of one prompt); got {t.group_size}"),
+        (t.prompts_per_iter >= 1, f"train.prompts_per_iter must be >= 1; got {t.prompts_per_iter}"),
+        (t.adv_mode in ADV_MODES, f"train.adv_mode {t.adv_mode!r} is not one of {', '.join(ADV_MODES)}"),
+        (t.old_policy_decay is not None or t.old_policy_decay_schedule in DECAY_SCHEDULES,
+         f"train.old_policy_decay_schedule {t.old_policy_decay_schedule!r} is not one of {', '.join(DECAY_SCHEDULES)}"),
+        (t.old_policy_decay is None or 0 <= t.old_policy_decay < 1, f"train.old_policy_decay must be in [0, 1); got {t.old_policy_decay}"),
+        (0 < t.timestep_fraction <= 1, f"train.timestep_fraction must be in (0, 1]; got {t.timestep_fraction}"),
+        (t.nft_beta > 0, f"train.nft_beta must be > 0; got {t.nft_beta}"),
+        (t.micro_batch >= 1, f"train.micro_batch must be >= 1; got {t.micro_batch}"),
+        (t.old_policy_update_interval >= 1, f"train.old_policy_update_interval must be >= 1; got {t.old_policy_update_interval}"),
+        (cfg.sampling.solver in ("euler", "dpm2"), f"sampling.solver {cfg.sampling.solver!r} is not euler or dpm2"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)
+
+
+def _iteration_seed(run_seed: int, iteration: int, purpose: str) -> int:
+    digest = hashlib.sha256(f"{run_seed}:{iteration}:{purpose}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+def prompt_order(prompts: list[str], run_seed: int, epoch: int) -> list[int]:
+    rng = np.random.default_rng(_iteration_seed(run_seed, epoch, "epoch"))
+    return rng.permutation(len(prompts)).tolist()
+
+
+def prompts_for_iteration(prompts: list[str], run_seed: int, iteration: int, per_iter: int) -> list[str]:
+    """The prompt groups of an iteration: consecutive slices of per-epoch shuffles (data position = iteration)."""
+    picked = []
+    position = iteration * per_iter
+    while len(picked) < per_iter:
+        epoch, offset = divmod(position, len(prompts))
+        picked.append(prompts[prompt_order(prompts, run_seed, epoch)[offset]])
+        position += 1
+    return picked
+
+
+@dataclass
+class TrainState:
+    iteration: int = 0        # completed iterations
+    optimizer_step: int = 0
+    elapsed: float = 0.0      # wall-clock seconds spent in earlier sessions of this run
+    skipped_in_a_row: int = 0
+
+
+class Trainer:
+    def __init__(self, cfg: Config, resume: str | None = None, quiet: bool = False):
+        validate_train_config(cfg)
+        self.cfg = cfg
+        self.quiet = quiet
+        self.run_dir = Path(cfg.out_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        torch.manual_seed(cfg.seed)
+        self.policy = load_policy(cfg.model.name, cfg.model.path, cfg.model.shift)
+        self.model = self.policy.transformer
+        self.lora_config = lora_config(cfg.lora.rank, cfg.lora.alpha, cfg.lora.init, cfg.lora.target_modules, cfg.lora.dropout)
+        with warnings.catch_warnings():  # peft warns that a second adapter is being added: that is the design
+            warnings.simplefilter("ignore", UserWarning)
+            add_policy_adapters(self.model, self.lora_config)
+        self.model.train()
+        self.reward = build_reward(cfg.reward.name, **({"weights": cfg.reward.weights} if cfg.reward.name == "multi" else {}))
+        self.prompts = load_prompts(cfg.train.prompts)
+        self.eval_prompts = load_prompts(cfg.eval.split)
+        if cfg.eval.max_prompts:
+            self.eval_prompts = self.eval_prompts[: cfg.eval.max_prompts]
+        params = list(adapter_params(self.model, TRAINED).values())
+        self.optimizer = torch.optim.AdamW(params, lr=cfg.train.lr, betas=tuple(cfg.train.betas), weight_decay=cfg.train.weight_decay)
+        self.state = TrainState()
+        self._session_start = time.time()
+        self.eval_history: list[dict] = []
+        if resume:
+            self._restore(load_checkpoint(resume))
+        (self.run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+        self.logger = MetricsLogger(self.run_dir, config=to_dict(cfg))
+
+    # ---- checkpoints -------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {
+            "iteration": self.state.iteration,
+            "optimizer_step": self.state.optimizer_step,
+            "elapsed": self.elapsed(),
+            "data_position": self.state.iteration * self.cfg.train.prompts_per_iter,
+            "lora_default": adapter_state(self.model, TRAINED),
+            "lora_old": adapter_state(self.model, ROLLOUT),
+            "optimizer": self.optimizer.state_dict(),
+            "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()},
+            "eval_history": self.eval_history,
+            "config": to_dict(self.cfg),
+        }
+
+    def _restore(self, ckpt: dict) -> None:
+        load_adapter_state(self.model, TRAINED, ckpt["lora_default"])
+        load_adapter_state(self.model, ROLLOUT, ckpt["lora_old"])  # VeRL-Omni loses `old` here; we keep it
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        torch.set_rng_state(ckpt["rng"]["torch"])
+        np.random.set_state(ckpt["rng"]["numpy"])
+        random.setstate(ckpt["rng"]["python"])
+        self.state = TrainState(ckpt["iteration"], ckpt["optimizer_step"], ckpt.get("elapsed", 0.0))
+        self.eval_history = list(ckpt.get("eval_history", []))
+        self._session_start = time.time()
+        changed = [k for k in ("seed", "model", "lora", "reward") if ckpt["config"].get(k) != to_dict(self.cfg).get(k)]
+        if changed:
+            log.warning("resuming %s with a different %s than it was trained with", ckpt["_path"], ", ".join(changed))
+        log.info("resumed from %s at iteration %d", ckpt["_path"], self.state.iteration)
+
+    def save(self) -> Path:
+        return save_checkpoint(self.state_dict(), self.run_dir / "checkpoints", self.state.iteration, self.cfg.train.keep_checkpoints)
+
+    # ---- one iteration -----------------------------------------------------------------------
+    def _velocity(self, xt, t, cond):
+        return self.policy.velocity(xt, t, cond)
+
+    def _train_step(self, batch, advantages: torch.Tensor, iteration: int) -> dict:
+        cfg = self.cfg.train
+        gen = torch.Generator().manual_seed(_iteration_seed(self.cfg.seed, iteration, "train"))
+        r = reward_prob(advantages, cfg.adv_clip_max, cfg.adv_mode)
+        n = batch.samples.shape[0]
+        t_sel = select_timesteps(batch.train_timesteps, n, cfg.timestep_fraction, gen)  # [n, k]
+        cond_all = self.policy.encode_prompts(batch.prompts)
+        chunks = [torch.arange(s, min(s + cfg.micro_batch, n)) for s in range(0, n, cfg.micro_batch)]
+        pieces = t_sel.shape[1] * len(chunks)
+        device = batch.samples.device
+        device_type = device.type
+        sums: dict[str, float] = {}
+        self.optimizer.zero_grad(set_to_none=True)
+        for j in range(t_sel.shape[1]):
+            for idx in chunks:
+                x0 = batch.samples[idx]
+                t = t_sel[idx, j].to(device)
+                eps = torch.randn(x0.shape, generator=gen).to(device)
+                tt = t.view(-1, 1, 1, 1)
+                xt = (1 - tt) * x0 + tt * eps
+                cond = cond_all.index(idx)
+                with torch.no_grad(), torch.autocast(device_type, torch.bfloat16, enabled=cfg.autocast_bf16):
+                    v_old, v_ref = self._old_and_ref(xt, t, cond)
+                with torch.autocast(device_type, torch.bfloat16, enabled=cfg.autocast_bf16):
+                    v_theta = self._velocity(xt, t, cond)
+                loss, metrics = nft_loss(v_theta.float(), v_old.float(), x0, xt, t, r[idx].to(device), cfg.nft_beta,
+                                         cfg.adv_clip_max, cfg.adaptive_weight,
+                                         None if v_ref is None else v_ref.float(), cfg.ref_kl_coef)
+                (loss / pieces).backward()
+                for key, value in metrics.items():
+                    sums[key] = sums.get(key, 0.0) + value / pieces
+        params = [p for p in adapter_params(self.model, TRAINED).values()]
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip))
+        if math.isfinite(grad_norm):
+            self.optimizer.step()
+            self.state.optimizer_step += 1
+            skipped = 0
+        else:
+            log.warning("iteration %d: gradient norm is %s; optimizer step skipped", iteration, grad_norm)
+            skipped = 1
+        self.optimizer.zero_grad(set_to_none=True)
+        return {**sums, "grad_norm": grad_norm, "skipped_step": skipped, "trained_pairs": n * t_sel.shape[1]}
+
+    def _old_and_ref(self, xt, t, cond):
+        """Old-adapter prediction, and the reference (adapters off) when the regulariser is on."""
+        if self.cfg.train.ref_kl_coef <= 0:
+            with adapter(self.model, ROLLOUT):
+                return self._velocity(xt, t, cond), None
+        if self.cfg.train.batch_old_ref:
+            from .models.lora import mixed_adapter_batch
+
+            n = xt.shape[0]
+            with mixed_adapter_batch(self.model, [ROLLOUT] * n + ["__base__"] * n):
+                v = self._velocity(torch.cat([xt, xt]), torch.cat([t, t]), type(cond).cat([cond, cond]))
+            return v[:n], v[n:]
+        with adapter(self.model, ROLLOUT):
+            v_old = self._velocity(xt, t, cond)
+        with adapter(self.model, None):
+            v_ref = self._velocity(xt, t, cond)
+        return v_old, v_ref
+
+    def _refresh_old(self) -> float:
+        cfg = self.cfg.train
+        if self.state.optimizer_step == 0 or self.state.optimizer_step % cfg.old_policy_update_interval:
+            return float("nan")
+        schedule = cfg.old_policy_decay if cfg.old_policy_decay is not None else cfg.old_policy_decay_schedule
+        decay = old_policy_decay(self.state.optimizer_step, schedule)
+        ema_update(self.model, decay, src=TRAINED, dst=ROLLOUT)
+        return decay
+
+    def run_iteration(self, iteration: int) -> dict | None:
+        cfg, scfg = self.cfg.train, self.cfg.sampling
+        t_start = time.time()
+        group_prompts = prompts_for_iteration(self.prompts, self.cfg.seed, iteration, cfg.prompts_per_iter)
+        seeds = rollout_seeds(self.cfg.seed, iteration, len(group_prompts) * cfg.group_size)
+        self.model.eval()
+        try:
+            batch = rollout_k_in_k(self.policy, self.reward, group_prompts, cfg.group_size, seeds, scfg.steps, scfg.solver,
+                                   scfg.guidance, scfg.batch_size, cfg.autocast_bf16)
+        except RewardError as exc:
+            self.state.skipped_in_a_row += 1
+            log.error("iteration %d skipped: %s", iteration, exc)
+            if self.state.skipped_in_a_row >= cfg.max_skipped_iterations:
+                raise RuntimeError(f"{self.state.skipped_in_a_row} iterations in a row lost to reward failures; last: {exc}") from exc
+            return None
+        self.state.skipped_in_a_row = 0
+        self.model.train()
+        batch, dropped = _drop_non_finite(batch)
+        if dropped:
+            log.warning("iteration %d: reward returned %d non-finite values; those samples (and groups left with < 2) were dropped",
+                        iteration, dropped)
+        if batch is None:
+            log.error("iteration %d skipped: no group kept two finite rewards", iteration)
+            return None
+        advantages, zero_std_ratio = group_advantages(batch.rewards, batch.group_ids, cfg.global_std)
+        t_train = time.time()
+        train_metrics = self._train_step(batch, advantages, iteration)
+        decay = self._refresh_old()
+        now = time.time()
+        rewards = batch.rewards
+        record = {
+            "iteration": iteration + 1,
+            "reward_mean": float(rewards.mean()), "reward_std": float(rewards.std()),
+            "reward_min": float(rewards.min()), "reward_max": float(rewards.max()),
+            **{f"reward_{k}": float(v.float().mean()) for k, v in batch.reward_parts.items()},
+            "zero_std_ratio": zero_std_ratio, "dropped_samples": dropped,
+            **train_metrics,
+            "lr": self.optimizer.param_groups[0]["lr"], "old_decay": decay,
+            "seconds_rollout": batch.seconds["rollout"], "seconds_reward": batch.seconds["reward"],
+            "seconds_train": now - t_train, "seconds_iteration": now - t_start,
+            "images_per_second": len(batch.prompts) / max(batch.seconds["rollout"], 1e-9),
+        }
+        return record
+
+    # ---- the loop ----------------------------------------------------------------------------
+    def validate(self) -> dict:
+        e = self.cfg.eval
+        self.model.eval()
+        with adapter(self.model, TRAINED):
+            summary = evaluate(self.policy, self.reward, self.eval_prompts, e.seeds_per_prompt, e.steps, e.solver, e.guidance,
+                               self.cfg.sampling.batch_size, e.grid_prompts, out_dir=self.run_dir / "eval",
+                               tag=f"iter_{self.state.iteration:06d}")
+        self.model.train()
+        return summary
+
+    def elapsed(self) -> float:
+        """Wall-clock seconds of this run, earlier sessions included."""
+        return self.state.elapsed + time.time() - self._session_start
+
+    def _record_eval(self) -> dict:
+        summary = self.validate()
+        summary.update({"iteration": self.state.iteration, "wall_seconds": round(self.elapsed(), 1)})
+        self.eval_history.append(summary)
+        self.logger.log("eval", self.state.iteration, summary)
+        return summary
+
+    def train(self) -> dict:
+        from tqdm import tqdm
+
+        cfg = self.cfg.train
+        if not self.eval_history:
+            base = self._record_eval()
+            log.info("held-out reward before training: %.4f", base["mean_score"])
+        bar = tqdm(total=cfg.iterations, initial=self.state.iteration, desc="train", disable=self.quiet, dynamic_ncols=True)
+        last = {}
+        while self.state.iteration < cfg.iterations:
+            if cfg.time_budget_minutes and self.elapsed() >= cfg.time_budget_minutes * 60:
+                log.info("time budget of %.1f min reached after %d iterations", cfg.time_budget_minutes, self.state.iteration)
+                break
+            record = self.run_iteration(self.state.iteration)
+            self.state.iteration += 1
+            if record is not None:
+                record["wall_seconds"] = round(self.elapsed(), 1)
+                self.logger.log("train", self.state.iteration, record)
+                last = record
+                bar.set_postfix(reward=f"{record['reward_mean']:.3f}", heldout=f"{self.eval_history[-1]['mean_score']:.3f}")
+            bar.update(1)
+            if cfg.eval_every and self.state.iteration % cfg.eval_every == 0 and self.state.iteration < cfg.iterations:
+                self._record_eval()
+            if cfg.checkpoint_every and self.state.iteration % cfg.checkpoint_every == 0:
+                self.save()
+        bar.close()
+        if self.eval_history[-1]["iteration"] != self.state.iteration:
+            self._record_eval()
+        self.save()
+        from .curves import plot_training_curve
+
+        plot_training_curve(self.eval_history, self.run_dir / "curve.png", title=f"{self.cfg.reward.name} on {self.cfg.eval.split}")
+        summary = {"iterations": self.state.iteration, "heldout_before": self.eval_history[0]["mean_score"],
+                   "heldout_after": self.eval_history[-1]["mean_score"],
+                   "strict_before": self.eval_history[0].get("strict_accuracy"),
+                   "strict_after": self.eval_history[-1].get("strict_accuracy"),
+                   "wall_seconds": self.eval_history[-1]["wall_seconds"], "last_train_record": last}
+        (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        self.logger.close()
+        return summary
+
+def _drop_non_finite(batch):
+    """Drop samples with NaN/inf rewards and groups left with fewer than two samples."""
+    keep = torch.isfinite(batch.rewards)
+    for g in batch.group_ids.unique():
+        members = batch.group_ids == g
+        if int((keep & members).sum()) < 2:
+            keep &= ~members
+    dropped = int((~keep).sum())
+    if dropped == 0:
+        return batch, 0
+    if not keep.any():
+        return None, dropped
+    idx = keep.nonzero().squeeze(1)
+    batch.prompts = [batch.prompts[i] for i in idx.tolist()]
+    batch.seeds = [batch.seeds[i] for i in idx.tolist()]
+    batch.group_ids, batch.samples, batch.rewards = batch.group_ids[idx], batch.samples[idx], batch.rewards[idx]
+    batch.reward_parts = {k: v[idx] for k, v in batch.reward_parts.items()}
+    return batch, dropped

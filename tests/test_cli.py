@@ -1,0 +1,49 @@
+"""The `solrl` command on the shipped toy base model: real loading, sampling, evaluation, errors."""
+import json
+
+import pytest
+
+from solrl.cli import main
+
+
+def test_sample_writes_a_grid(tmp_path):
+    out = tmp_path / "grid.png"
+    assert main(["sample", "two red circles", "a blue square above a yellow triangle", "--seeds", "0", "1",
+                 "--steps", "4", "--out", str(out)]) == 0
+    from PIL import Image
+
+    image = Image.open(out)
+    # 2 rows x 2 columns of 32 px images, upscaled 4x, with 1 px padding
+    assert image.size == (2 * 128 + 3, 2 * 128 + 3)
+
+
+def test_eval_writes_summary_and_grid(tmp_path):
+    assert main(["eval", "--prompts", "heldout", "--max-prompts", "6", "--seeds-per-prompt", "2", "--steps", "4",
+                 "--out", str(tmp_path), "--tag", "t"]) == 0
+    summary = json.loads((tmp_path / "t.json").read_text())
+    assert summary["num_images"] == 12 and 0 <= summary["mean_score"] <= 1
+    assert 0 <= summary["strict_accuracy"] <= 1
+    assert (tmp_path / "t_grid.png").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["eval", "--reward", "pickscor", "--max-prompts", "1"], "unknown reward 'pickscor'"),
+    (["eval", "--model", "sdxl", "--max-prompts", "1"], "unknown model 'sdxl'"),
+    (["sample", "x", "--model-path", "/nonexistent/dir"], "no toy model at /nonexistent/dir"),
+    (["train", "configs/nope.yaml"], "does not exist"),
+    (["train", "configs/toy_nft.yaml", "train.lrr=1"], "did you mean 'lr'"),
+])
+def test_bad_input_exits_2_with_a_clear_message(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_empty_prompt_file_and_prompts_outside_the_grammar(tmp_path, capsys):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    assert main(["eval", "--prompts", str(empty)]) == 2
+    assert "empty" in capsys.readouterr().err
+    odd = tmp_path / "odd.txt"
+    odd.write_text("a photograph of an astronaut\n")
+    assert main(["eval", "--prompts", str(odd), "--steps", "1", "--seeds-per-prompt", "1"]) == 2
+    assert "outside the toy-world grammar" in capsys.readouterr().err

@@ -1,0 +1,143 @@
+import json
+import math
+
+import pytest
+import torch
+
+from solrl.checkpoint import list_checkpoints, load_checkpoint
+from solrl.config import ConfigError, load_config
+from solrl.generation import generate
+from solrl.models import load_policy
+from solrl.models.lora import TRAINED, adapter, load_exported_lora
+from solrl.rewards.base import REWARDS, Reward, RewardResult
+from solrl.trainer import Trainer
+
+
+@REWARDS.register("test_brightness")
+class _Brightness(Reward):
+    """Mean brightness: cheap, continuous, and defined for any prompt."""
+    name = "test_brightness"
+
+    def score(self, images, prompts):
+        return RewardResult(images.mean(dim=(1, 2, 3)))
+
+
+@REWARDS.register("test_nan")
+class _NanReward(Reward):
+    name = "test_nan"
+
+    def score(self, images, prompts):
+        scores = images.mean(dim=(1, 2, 3))
+        scores[::3] = float("nan")
+        scores[1] = float("inf")
+        return RewardResult(scores)
+
+
+@REWARDS.register("test_constant")
+class _Constant(Reward):
+    name = "test_constant"
+
+    def score(self, images, prompts):
+        return RewardResult(torch.full((images.shape[0],), 0.5))
+
+
+@REWARDS.register("test_raising")
+class _Raising(Reward):
+    name = "test_raising"
+
+    def score(self, images, prompts):
+        raise ConnectionError("reward server unreachable")
+
+
+def _cfg(tiny_toy_dir, out, *extra):
+    return load_config(None, [
+        f"model.path={tiny_toy_dir}", f"out_dir={out}", "reward.name=test_brightness",
+        "sampling.steps=3", "sampling.batch_size=16",
+        "lora.rank=4", "lora.alpha=8",
+        "train.iterations=4", "train.prompts_per_iter=2", "train.group_size=3", "train.micro_batch=4",
+        "train.timestep_fraction=0.67", "train.lr=1e-2", "train.eval_every=0", "train.checkpoint_every=2",
+        "train.keep_checkpoints=5", "train.old_policy_decay_schedule=linear_to_0_5",
+        "eval.max_prompts=2", "eval.seeds_per_prompt=1", "eval.steps=2", *extra,
+    ])
+
+
+def _final(run):
+    return load_checkpoint(run)
+
+
+def test_resume_continues_exactly(tiny_toy_dir, tmp_path):
+    Trainer(_cfg(tiny_toy_dir, tmp_path / "straight"), quiet=True).train()
+    Trainer(_cfg(tiny_toy_dir, tmp_path / "split", "train.iterations=2"), quiet=True).train()
+    Trainer(_cfg(tiny_toy_dir, tmp_path / "split"), resume=str(tmp_path / "split"), quiet=True).train()
+    a, b = _final(tmp_path / "straight"), _final(tmp_path / "split")
+    assert a["iteration"] == b["iteration"] == 4 and a["optimizer_step"] == b["optimizer_step"] == 4
+    for key in ("lora_default", "lora_old"):
+        for name, value in a[key].items():
+            assert torch.equal(value, b[key][name]), (key, name)
+    # training did move the weights, so equality above is not trivial
+    first = load_checkpoint(list_checkpoints(tmp_path / "straight" / "checkpoints")[0])
+    assert any(not torch.equal(first["lora_default"][k], v) for k, v in a["lora_default"].items())
+
+
+def test_export_round_trip_reproduces_samples(tiny_toy_dir, tmp_path):
+    trainer = Trainer(_cfg(tiny_toy_dir, tmp_path / "run", "train.iterations=2"), quiet=True)
+    trainer.train()
+    from solrl.cli import main
+
+    assert main(["export", str(tmp_path / "run"), "--out", str(tmp_path / "export")]) == 0
+    for name in ("adapter_model.safetensors", "adapter_config.json", "pytorch_lora_weights.safetensors"):
+        assert (tmp_path / "export" / name).exists()
+    prompts, seeds = ["two red circles", "one blue square"], [5, 6]
+    with adapter(trainer.model, TRAINED):
+        trained = generate(trainer.policy, prompts, seeds, steps=3)
+    fresh = load_policy("toy", str(tiny_toy_dir))
+    base = generate(fresh, prompts, seeds, steps=3)
+    load_exported_lora(fresh.transformer, tmp_path / "export")
+    exported = generate(fresh, prompts, seeds, steps=3)
+    torch.testing.assert_close(exported, trained, atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(base, trained, atol=1e-4)  # the LoRA matters
+
+
+def test_non_finite_rewards_are_dropped_and_logged(tiny_toy_dir, tmp_path, caplog):
+    trainer = Trainer(_cfg(tiny_toy_dir, tmp_path / "nan", "reward.name=test_nan"), quiet=True)
+    record = trainer.run_iteration(0)
+    # 6 samples, NaN at 0 and 3, inf at 1: group 0 keeps only sample 2 -> dropped; group 1 keeps 4, 5
+    assert record["dropped_samples"] == 4
+    assert math.isfinite(record["loss"]) and math.isfinite(record["reward_mean"])
+    assert "non-finite" in caplog.text
+
+
+def test_identical_rewards_give_zero_advantages_and_are_reported(tiny_toy_dir, tmp_path):
+    trainer = Trainer(_cfg(tiny_toy_dir, tmp_path / "const", "reward.name=test_constant"), quiet=True)
+    record = trainer.run_iteration(0)
+    assert record["zero_std_ratio"] == 1.0
+    assert record["reward_prob_mean"] == pytest.approx(0.5)
+    assert math.isfinite(record["loss"])
+
+
+def test_a_raising_reward_skips_then_stops_with_a_clear_message(tiny_toy_dir, tmp_path, caplog):
+    trainer = Trainer(_cfg(tiny_toy_dir, tmp_path / "raise", "reward.name=test_raising", "train.max_skipped_iterations=2"), quiet=True)
+    assert trainer.run_iteration(0) is None
+    assert "reward server unreachable" in caplog.text
+    with pytest.raises(RuntimeError, match="2 iterations in a row lost to reward failures"):
+        trainer.run_iteration(1)
+
+
+def test_group_size_below_two_is_refused(tiny_toy_dir, tmp_path):
+    with pytest.raises(ConfigError, match="group_size must be >= 2"):
+        Trainer(_cfg(tiny_toy_dir, tmp_path / "k1", "train.group_size=1"), quiet=True)
+
+
+def test_run_directory_holds_logs_curve_and_checkpoints(tiny_toy_dir, tmp_path):
+    run = tmp_path / "logs"
+    Trainer(_cfg(tiny_toy_dir, run, "train.iterations=2", "train.eval_every=1"), quiet=True).train()
+    train = [json.loads(l) for l in (run / "train.jsonl").read_text().splitlines()]
+    evals = [json.loads(l) for l in (run / "eval.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in train] == [1, 2]
+    for key in ("reward_mean", "zero_std_ratio", "policy_loss", "positive_loss", "negative_loss", "ref_kl", "old_deviate",
+                "reward_prob_mean", "grad_norm", "lr", "old_decay", "seconds_rollout", "seconds_train", "images_per_second"):
+        assert key in train[0], key
+    assert [e["iteration"] for e in evals] == [0, 1, 2]
+    assert (run / "curve.png").stat().st_size > 0 and list((run / "tb").iterdir())
+    assert len(list_checkpoints(run / "checkpoints")) >= 1
+    assert not list((run / "checkpoints").glob("*.tmp"))
