@@ -38,17 +38,22 @@ def cmd_sample(args) -> int:
     return 0
 
 
-def cmd_eval(args) -> int:
+def _prompts_policy_reward(args):
+    """The prompt set, policy and reward named by --prompts/--max-prompts, --model*, --reward."""
     from .data import load_prompts
-    from .evaluate import evaluate
     from .models import load_policy
     from .rewards import build_reward
 
     prompts = load_prompts(args.prompts)
     if args.max_prompts:
         prompts = prompts[: args.max_prompts]
-    policy = load_policy(args.model, args.model_path, args.shift)
-    reward = build_reward(args.reward)
+    return prompts, load_policy(args.model, args.model_path, args.shift), build_reward(args.reward)
+
+
+def cmd_eval(args) -> int:
+    from .evaluate import evaluate
+
+    prompts, policy, reward = _prompts_policy_reward(args)
     summary = evaluate(policy, reward, prompts, args.seeds_per_prompt, args.steps, args.solver, args.guidance,
                        args.batch_size, out_dir=args.out, tag=args.tag)
     summary.update({"model": args.model, "model_path": args.model_path or "shipped toy base", "reward": args.reward,
@@ -88,8 +93,6 @@ def cmd_train(args) -> int:
 
 
 def cmd_export(args) -> int:
-    import warnings
-
     from .checkpoint import load_checkpoint
     from .config import from_dict, Config
     from .models import load_policy
@@ -99,12 +102,39 @@ def cmd_export(args) -> int:
     cfg = from_dict(Config, ckpt["config"])
     policy = load_policy(cfg.model.name, cfg.model.path, cfg.model.shift)
     lcfg = lora_config(cfg.lora.rank, cfg.lora.alpha, cfg.lora.init, cfg.lora.target_modules, cfg.lora.dropout)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        add_policy_adapters(policy.transformer, lcfg)
+    add_policy_adapters(policy.transformer, lcfg)
     load_adapter_state(policy.transformer, TRAINED, ckpt["lora_default"])
     out = export_lora(policy.transformer, lcfg, args.out)
     print(f"exported the trained LoRA of {ckpt['_path']} to {out} (peft: adapter_model.safetensors; diffusers: pytorch_lora_weights.safetensors)")
+    return 0
+
+
+def cmd_probe(args) -> int:
+    from .probe import run_probe
+
+    prompts, policy, reward = _prompts_policy_reward(args)
+    rows = [run_probe(policy, reward, prompts, args.seeds, recipe, steps, args.full_steps, args.solver, args.batch_size, args.select_k)
+            for recipe in args.precision for steps in args.explore_steps]
+    print(json.dumps(rows, indent=2))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    import logging
+
+    from .bench import FAMILY_PRESETS, run_convergence, write_convergence_report
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    families = args.families or list(FAMILY_PRESETS)
+    unknown = [f for f in families if f not in FAMILY_PRESETS]
+    if unknown:
+        raise ValueError(f"unknown family {unknown[0]!r}; choose from {', '.join(FAMILY_PRESETS)}")
+    results = run_convergence(args.minutes, args.out, families, args.overrides, args.skip_existing)
+    command = "solrl bench convergence " + " ".join(sys.argv[3:] if len(sys.argv) > 3 else [])
+    print(write_convergence_report(results, args.out, command.strip()).read_text())
     return 0
 
 
@@ -143,6 +173,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="run directory or checkpoint file")
     p.add_argument("--out", required=True, help="output directory")
     p.set_defaults(fn=cmd_export)
+
+    p = sub.add_parser("probe", help="proxy fidelity: explore engine vs full precision ranking of seeds")
+    p.add_argument("--prompts", default="heldout", help="toy split or prompt file")
+    p.add_argument("--max-prompts", type=int, default=16, help="first N prompts (0 = all; default 16)")
+    p.add_argument("--seeds", type=int, default=32, help="seeds per prompt, N (default 32)")
+    p.add_argument("--precision", nargs="+", default=["bf16"], help="explore recipes, e.g. fp32 bf16 int8 fp8 nvfp4")
+    p.add_argument("--explore-steps", type=int, nargs="+", default=[6], help="explore step budgets (default 6)")
+    p.add_argument("--full-steps", type=int, default=10, help="full-precision steps (default 10)")
+    p.add_argument("--select-k", type=int, default=0, help="K for the top/bottom selection match (default N/4, even)")
+    p.add_argument("--reward", default="geneval")
+    p.add_argument("--solver", default="euler", choices=["euler", "dpm2"])
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--out", default=None, help="write the rows as JSON here")
+    _common_model_args(p)
+    p.set_defaults(fn=cmd_probe)
+
+    p = sub.add_parser("bench", help="benchmarks: `bench convergence` runs the four Sol-RL families side by side")
+    p.add_argument("which", choices=["convergence"], help="which benchmark")
+    p.add_argument("overrides", nargs="*", help="dotted overrides applied to every family, e.g. rollout.explore_seeds=96")
+    p.add_argument("--minutes", type=float, default=10.0, help="wall-clock budget per family (default 10)")
+    p.add_argument("--families", nargs="+", default=None, help="subset of diffusionnft naive_scaling naive_quant sol_rl")
+    p.add_argument("--out", default="runs/convergence", help="directory for the runs, convergence.png/.md/.json")
+    p.add_argument("--skip-existing", action="store_true", help="reuse finished runs found in --out")
+    p.set_defaults(fn=cmd_bench)
 
     p = sub.add_parser("pretrain-toy", help="pretrain the toy base model by rectified flow on rendered scenes")
     p.add_argument("--out", default="runs/pretrain_toy", help="output directory (safetensors + training.json)")

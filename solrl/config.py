@@ -31,7 +31,7 @@ class SamplingConfig:
     steps: int = 10                  # ODE steps for rollouts
     solver: str = "euler"            # euler | dpm2 (both deterministic)
     guidance: float = 1.0            # classifier-free guidance scale; 1.0 = CFG-free (the references' rollouts)
-    batch_size: int = 64             # images per forward pass
+    batch_size: int = 64             # images per forward pass; every pass is padded to it (bitwise-stable seeds)
 
 
 @dataclass
@@ -92,15 +92,26 @@ class TrainConfig:
 
 
 @dataclass
+class RolloutConfig:
+    family: str = "diffusionnft"     # diffusionnft (K in K) | naive_scaling | naive_quant | sol_rl
+    explore_seeds: int = 48          # N seeds explored per prompt (paper: 96); K = train.group_size
+    explore_precision: str = "bf16"  # explore-engine recipe: fp32 | bf16 | int8 | fp8 | mxfp8 | mxfp4 | nvfp4 ...
+    explore_steps: int = 6           # explore step budget (paper: 6; full budget = sampling.steps)
+    selection: str = "best_worst"    # best_worst | random | mean_deviation | extremes_random
+
+
+@dataclass
 class Config:
     seed: int = 0                    # global seed (data order, training noise)
     out_dir: str = "runs/default"    # where run artefacts go
+    wandb_project: str | None = None # also log to Weights & Biases (pip install wandb) under this project
     model: ModelConfig = field(default_factory=ModelConfig)
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     lora: LoraSection = field(default_factory=LoraSection)
     train: TrainConfig = field(default_factory=TrainConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
 
 
 def _suggest(key: str, valid: list[str]) -> str:

@@ -22,6 +22,12 @@ def plot_training_curve(eval_history: list[dict], out: Path, title: str = "") ->
         ax.set_xlabel(label)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("score")
+    return _finish(fig, axes, out, title)
+
+
+def _finish(fig, axes, out: Path, title: str) -> Path:
+    import matplotlib.pyplot as plt
+
     axes[0].legend(loc="lower right")
     if title:
         fig.suptitle(title)
@@ -31,3 +37,23 @@ def plot_training_curve(eval_history: list[dict], out: Path, title: str = "") ->
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+def plot_family_curves(histories: dict[str, list[dict]], out: Path, title: str = "") -> Path:
+    """Held-out reward of several runs against wall-clock and against iteration, in one PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for name, history in histories.items():
+        score = [e["mean_score"] for e in history]
+        axes[0].plot([e["wall_seconds"] / 60 for e in history], score, "o-", ms=3, label=name)
+        axes[1].plot([e["iteration"] for e in history], score, "o-", ms=3, label=name)
+    axes[0].set_xlabel("wall-clock (minutes)")
+    axes[1].set_xlabel("iteration")
+    axes[0].set_ylabel("held-out mean reward")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    return _finish(fig, axes, out, title)

@@ -33,8 +33,13 @@ def generate(
     out = []
     for start in range(0, len(prompts), batch_size):
         chunk = list(prompts[start:start + batch_size])
-        cond = policy.encode_prompts(chunk)
-        noise = initial_noise(seeds[start:start + batch_size], policy.sample_shape, device=device)
-        batch_uncond = uncond.repeat_interleave(len(chunk)) if uncond is not None else None
-        out.append(sample(velocity, noise, cond, steps, shift, solver, guidance, batch_uncond))
+        n = len(chunk)
+        # Every forward sees exactly batch_size rows (the last chunk is padded), so the matrix
+        # products run the same kernels whatever the batch holds: a seed's image is then bitwise
+        # the same alone, in a batch, or regenerated later (Sol-RL relies on this).
+        padded = chunk + [chunk[-1]] * (batch_size - n)
+        cond = policy.encode_prompts(padded)
+        noise = initial_noise(list(seeds[start:start + batch_size]) + [0] * (batch_size - n), policy.sample_shape, device=device)
+        batch_uncond = uncond.repeat_interleave(batch_size) if uncond is not None else None
+        out.append(sample(velocity, noise, cond, steps, shift, solver, guidance, batch_uncond)[:n])
     return torch.cat(out) if out else torch.empty((0, *policy.sample_shape), device=device)

@@ -1,18 +1,30 @@
-"""Rollouts: prompts x group size -> clean samples from the `old` adapter, plus their rewards.
+"""Rollouts: the samples a DiffusionNFT update trains on, and their full-precision rewards.
 
-Only the K-in-K DiffusionNFT rollout lives here for now; the Sol-RL explore -> select ->
-regenerate stages join it in this module.
+Families (SPEC.md section 2), all built from one `generate_and_score` step:
+- diffusionnft:  K seeds per prompt, full precision (the `old` adapter), full steps.
+- naive_scaling: N seeds at full precision, keep the K most contrastive by full reward.
+- naive_quant:   N seeds with the explore engine, keep K by proxy reward, train on those
+                 low-precision samples and their (proxy) rewards.
+- sol_rl:        N seeds with the explore engine -> proxy rewards -> select K -> regenerate
+                 those K at full precision from the same noise -> full rewards. A proxy reward
+                 is never a training label.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
+from scipy import stats
 
 from .generation import generate
 from .models.lora import ROLLOUT, adapter
 from .sampling import timesteps
+from .selection import select_seeds
+
+FAMILIES = ("diffusionnft", "naive_scaling", "naive_quant", "sol_rl")
+
 
 class RewardError(RuntimeError):
     """The reward model raised; the trainer logs it and skips the iteration."""
@@ -35,26 +47,118 @@ class RolloutBatch:
     group_ids: torch.Tensor         # [N] prompt-group index of each sample
     seeds: list[int]
     samples: torch.Tensor           # [N, C, H, W] clean samples x0 (sample space)
-    rewards: torch.Tensor           # [N] full-precision rewards
+    rewards: torch.Tensor           # [N] rewards (full precision except for naive_quant)
     reward_parts: dict[str, torch.Tensor]
     train_timesteps: torch.Tensor   # the rollout grid's T timesteps (t > 0), float
     seconds: dict[str, float] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
 
 
-def rollout_k_in_k(policy, reward, group_prompts: list[str], group_size: int, seeds: list[int], steps: int,
-                   solver: str, guidance: float, batch_size: int, autocast: bool = False) -> RolloutBatch:
-    prompts = [p for p in group_prompts for _ in range(group_size)]
-    group_ids = torch.arange(len(group_prompts)).repeat_interleave(group_size)
-    t0 = time.time()
-    device_type = next(policy.transformer.parameters()).device.type
-    with adapter(policy.transformer, ROLLOUT), torch.autocast(device_type, torch.bfloat16, enabled=autocast):
-        samples = generate(policy, prompts, seeds, steps, solver, guidance, batch_size=batch_size).float()
-    t1 = time.time()
+@dataclass
+class RolloutSpec:
+    """How to draw one iteration's samples; the trainer fills it from the config."""
+    family: str = "diffusionnft"
+    group_size: int = 12            # K: samples per prompt that are trained on
+    explore_seeds: int = 48         # N: seeds explored per prompt (families with selection)
+    full_steps: int = 10
+    explore_steps: int = 6
+    solver: str = "euler"
+    guidance: float = 1.0
+    batch_size: int = 64
+    selection: str = "best_worst"
+    autocast: bool = False
+
+
+def _score(reward, policy, samples, prompts):
     try:
-        result = reward(policy.decode(samples), prompts)
+        return reward(policy.decode(samples), prompts)
     except Exception as exc:  # any failure inside a reward model is reported the same way
         raise RewardError(f"reward {getattr(reward, 'name', type(reward).__name__)!r} raised {type(exc).__name__}: {exc}") from exc
-    t2 = time.time()
+
+
+def generate_and_score(policy, reward, prompts, seeds, steps, spec: RolloutSpec, velocity=None, keep=True):
+    """Generate in batches and score each batch at once; samples are kept only if `keep`
+    (explore images are dropped as soon as they are scored). Returns (samples|None, scores, parts, gen_s, reward_s)."""
+    device_type = next(policy.transformer.parameters()).device.type
+    kept, scores, parts = [], [], {}
+    gen_s = reward_s = 0.0
+    for start in range(0, len(prompts), spec.batch_size):
+        p, s = prompts[start:start + spec.batch_size], seeds[start:start + spec.batch_size]
+        t0 = time.perf_counter()
+        with torch.autocast(device_type, torch.bfloat16, enabled=spec.autocast):
+            x = generate(policy, p, s, steps, spec.solver, spec.guidance, batch_size=spec.batch_size, velocity=velocity).float()
+        t1 = time.perf_counter()
+        result = _score(reward, policy, x, p)
+        reward_s += time.perf_counter() - t1
+        gen_s += t1 - t0
+        scores.append(result.scores)
+        for k, v in result.parts.items():
+            parts.setdefault(k, []).append(v)
+        if keep:
+            kept.append(x)
+    samples = torch.cat(kept) if keep and kept else None
+    return samples, torch.cat(scores), {k: torch.cat(v) for k, v in parts.items()}, gen_s, reward_s
+
+
+def _select(scores: torch.Tensor, groups: int, n: int, k: int, mode: str, generator) -> torch.Tensor:
+    """Flat indices of the K selected seeds of every group of N."""
+    return torch.cat([g * n + select_seeds(scores[g * n:(g + 1) * n], k, mode, generator) for g in range(groups)])
+
+
+def _mean_spearman(a: torch.Tensor, b: torch.Tensor, groups: int) -> float:
+    values = []
+    for x, y in zip(a.reshape(groups, -1).numpy(), b.reshape(groups, -1).numpy()):
+        if np.ptp(x) > 0 and np.ptp(y) > 0:
+            values.append(stats.spearmanr(x, y).statistic)
+    return float(np.mean(values)) if values else float("nan")
+
+
+def run_rollout(policy, reward, group_prompts: list[str], seeds: list[int], spec: RolloutSpec, engine=None,
+                generator: torch.Generator | None = None) -> RolloutBatch:
+    """One iteration's samples. `seeds` holds N per prompt for families with selection, else K."""
+    if spec.family not in FAMILIES:
+        raise ValueError(f"unknown rollout family {spec.family!r}; choose one of {', '.join(FAMILIES)}")
+    selects = spec.family != "diffusionnft"
+    per_prompt = spec.explore_seeds if selects else spec.group_size
+    if selects and spec.explore_seeds < spec.group_size:
+        raise ValueError(f"rollout.explore_seeds (N={spec.explore_seeds}) must be >= train.group_size (K={spec.group_size})")
+    if spec.family in ("naive_quant", "sol_rl") and engine is None:
+        raise ValueError(f"rollout family {spec.family!r} needs an explore engine")
+    groups = len(group_prompts)
+    prompts = [p for p in group_prompts for _ in range(per_prompt)]
+    if len(seeds) != len(prompts):
+        raise ValueError(f"{len(seeds)} seeds for {len(prompts)} samples")
+    seconds: dict[str, float] = {}
+    metrics: dict[str, float] = {}
+    model = policy.transformer
+    with adapter(model, ROLLOUT):
+        if spec.family in ("diffusionnft", "naive_scaling"):
+            samples, scores, parts, seconds["generate_full"], seconds["reward"] = generate_and_score(
+                policy, reward, prompts, seeds, spec.full_steps, spec)
+            if selects:
+                t0 = time.perf_counter()
+                idx = _select(scores, groups, per_prompt, spec.group_size, spec.selection, generator)
+                seconds["select"] = time.perf_counter() - t0
+                samples, scores, parts = samples[idx], scores[idx], {k: v[idx] for k, v in parts.items()}
+                prompts, seeds = [prompts[i] for i in idx.tolist()], [seeds[i] for i in idx.tolist()]
+        else:
+            keep = spec.family == "naive_quant"
+            explored, proxy, proxy_parts, seconds["explore"], seconds["reward_explore"] = generate_and_score(
+                policy, reward, prompts, seeds, spec.explore_steps, spec, velocity=engine.velocity, keep=keep)
+            t0 = time.perf_counter()
+            idx = _select(proxy, groups, per_prompt, spec.group_size, spec.selection, generator)
+            seconds["select"] = time.perf_counter() - t0
+            prompts, seeds = [prompts[i] for i in idx.tolist()], [seeds[i] for i in idx.tolist()]
+            if keep:
+                samples, scores, parts = explored[idx], proxy[idx], {k: v[idx] for k, v in proxy_parts.items()}
+            else:
+                samples, scores, parts, seconds["regenerate"], seconds["reward"] = generate_and_score(
+                    policy, reward, prompts, seeds, spec.full_steps, spec)
+                metrics["proxy_full_spearman"] = _mean_spearman(proxy[idx], scores, groups)
+                metrics["proxy_reward_mean"] = float(proxy.mean())
+    seconds["rollout"] = sum(v for k, v in seconds.items() if k not in ("select",) and not k.startswith("reward"))
+    seconds["reward_total"] = sum(v for k, v in seconds.items() if k.startswith("reward") and k != "reward_total")
+    steps = spec.explore_steps if spec.family == "naive_quant" else spec.full_steps
     grid = timesteps(steps, policy.shift)[:-1].float()
-    return RolloutBatch(prompts, group_ids, seeds, samples, result.scores, result.parts, grid,
-                        {"rollout": t1 - t0, "reward": t2 - t1})
+    group_ids = torch.arange(groups).repeat_interleave(spec.group_size)
+    return RolloutBatch(prompts, group_ids, seeds, samples, scores, parts, grid, seconds, metrics)

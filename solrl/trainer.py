@@ -11,7 +11,6 @@ import logging
 import math
 import random
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +28,8 @@ from .models import load_policy
 from .models.lora import (ROLLOUT, TRAINED, adapter, adapter_params, adapter_state, add_policy_adapters, ema_update,
                           load_adapter_state, lora_config)
 from .rewards import build_reward
-from .rollout import RewardError, rollout_k_in_k, rollout_seeds
+from .rollout import FAMILIES, RewardError, RolloutSpec, run_rollout, rollout_seeds
+from .selection import SELECTION_MODES
 
 log = logging.getLogger("solrl.train")
 
@@ -48,6 +48,12 @@ def validate_train_config(cfg: Config) -> None:
         (t.micro_batch >= 1, f"train.micro_batch must be >= 1; got {t.micro_batch}"),
         (t.old_policy_update_interval >= 1, f"train.old_policy_update_interval must be >= 1; got {t.old_policy_update_interval}"),
         (cfg.sampling.solver in ("euler", "dpm2"), f"sampling.solver {cfg.sampling.solver!r} is not euler or dpm2"),
+        (cfg.rollout.family in FAMILIES, f"rollout.family {cfg.rollout.family!r} is not one of {', '.join(FAMILIES)}"),
+        (cfg.rollout.selection in SELECTION_MODES, f"rollout.selection {cfg.rollout.selection!r} is not one of {', '.join(SELECTION_MODES)}"),
+        (cfg.rollout.family == "diffusionnft" or cfg.rollout.explore_seeds >= t.group_size,
+         f"rollout.explore_seeds (N={cfg.rollout.explore_seeds}) must be >= train.group_size (K={t.group_size})"),
+        (cfg.rollout.family == "diffusionnft" or cfg.rollout.selection not in ("best_worst", "extremes_random") or t.group_size % 2 == 0,
+         f"selection {cfg.rollout.selection!r} needs an even train.group_size; got K={t.group_size}"),
     ]
     for ok, message in checks:
         if not ok:
@@ -94,9 +100,13 @@ class Trainer:
         self.policy = load_policy(cfg.model.name, cfg.model.path, cfg.model.shift)
         self.model = self.policy.transformer
         self.lora_config = lora_config(cfg.lora.rank, cfg.lora.alpha, cfg.lora.init, cfg.lora.target_modules, cfg.lora.dropout)
-        with warnings.catch_warnings():  # peft warns that a second adapter is being added: that is the design
-            warnings.simplefilter("ignore", UserWarning)
-            add_policy_adapters(self.model, self.lora_config)
+        add_policy_adapters(self.model, self.lora_config)
+        self.engine = None
+        if cfg.rollout.family in ("naive_quant", "sol_rl"):
+            from .precision.engine import ExploreEngine
+
+            self.engine = ExploreEngine(self.policy, cfg.rollout.explore_precision)
+            log.info("explore engine: %s", self.engine.report.summary())
         self.model.train()
         self.reward = build_reward(cfg.reward.name, **({"weights": cfg.reward.weights} if cfg.reward.name == "multi" else {}))
         self.prompts = load_prompts(cfg.train.prompts)
@@ -111,7 +121,7 @@ class Trainer:
         if resume:
             self._restore(load_checkpoint(resume))
         (self.run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
-        self.logger = MetricsLogger(self.run_dir, config=to_dict(cfg))
+        self.logger = MetricsLogger(self.run_dir, wandb_project=cfg.wandb_project, config=to_dict(cfg))
 
     # ---- checkpoints -------------------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -138,6 +148,8 @@ class Trainer:
         self.state = TrainState(ckpt["iteration"], ckpt["optimizer_step"], ckpt.get("elapsed", 0.0))
         self.eval_history = list(ckpt.get("eval_history", []))
         self._session_start = time.time()
+        if self.engine is not None:
+            self.engine.sync(self.policy)
         changed = [k for k in ("seed", "model", "lora", "reward") if ckpt["config"].get(k) != to_dict(self.cfg).get(k)]
         if changed:
             log.warning("resuming %s with a different %s than it was trained with", ckpt["_path"], ", ".join(changed))
@@ -211,24 +223,33 @@ class Trainer:
             v_ref = self._velocity(xt, t, cond)
         return v_old, v_ref
 
-    def _refresh_old(self) -> float:
+    def _refresh_old(self) -> tuple[float, float]:
+        """EMA of `old` towards `default` when due; then the explore engine follows. Returns (decay, sync seconds)."""
         cfg = self.cfg.train
         if self.state.optimizer_step == 0 or self.state.optimizer_step % cfg.old_policy_update_interval:
-            return float("nan")
+            return float("nan"), 0.0
         schedule = cfg.old_policy_decay if cfg.old_policy_decay is not None else cfg.old_policy_decay_schedule
         decay = old_policy_decay(self.state.optimizer_step, schedule)
         ema_update(self.model, decay, src=TRAINED, dst=ROLLOUT)
-        return decay
+        sync = self.engine.sync(self.policy) if self.engine is not None else 0.0
+        return decay, sync
+
+    def rollout_spec(self) -> RolloutSpec:
+        c, s, r = self.cfg.train, self.cfg.sampling, self.cfg.rollout
+        return RolloutSpec(r.family, c.group_size, r.explore_seeds, s.steps, r.explore_steps, s.solver, s.guidance,
+                           s.batch_size, r.selection, c.autocast_bf16)
 
     def run_iteration(self, iteration: int) -> dict | None:
         cfg, scfg = self.cfg.train, self.cfg.sampling
         t_start = time.time()
         group_prompts = prompts_for_iteration(self.prompts, self.cfg.seed, iteration, cfg.prompts_per_iter)
-        seeds = rollout_seeds(self.cfg.seed, iteration, len(group_prompts) * cfg.group_size)
+        spec = self.rollout_spec()
+        per_prompt = spec.group_size if spec.family == "diffusionnft" else spec.explore_seeds
+        seeds = rollout_seeds(self.cfg.seed, iteration, len(group_prompts) * per_prompt)
+        selection_rng = torch.Generator().manual_seed(_iteration_seed(self.cfg.seed, iteration, "select"))
         self.model.eval()
         try:
-            batch = rollout_k_in_k(self.policy, self.reward, group_prompts, cfg.group_size, seeds, scfg.steps, scfg.solver,
-                                   scfg.guidance, scfg.batch_size, cfg.autocast_bf16)
+            batch = run_rollout(self.policy, self.reward, group_prompts, seeds, spec, self.engine, selection_rng)
         except RewardError as exc:
             self.state.skipped_in_a_row += 1
             log.error("iteration %d skipped: %s", iteration, exc)
@@ -247,7 +268,7 @@ class Trainer:
         advantages, zero_std_ratio = group_advantages(batch.rewards, batch.group_ids, cfg.global_std)
         t_train = time.time()
         train_metrics = self._train_step(batch, advantages, iteration)
-        decay = self._refresh_old()
+        decay, sync_seconds = self._refresh_old()
         now = time.time()
         rewards = batch.rewards
         record = {
@@ -258,9 +279,10 @@ class Trainer:
             "zero_std_ratio": zero_std_ratio, "dropped_samples": dropped,
             **train_metrics,
             "lr": self.optimizer.param_groups[0]["lr"], "old_decay": decay,
-            "seconds_rollout": batch.seconds["rollout"], "seconds_reward": batch.seconds["reward"],
-            "seconds_train": now - t_train, "seconds_iteration": now - t_start,
+            **{f"seconds_{k}": v for k, v in batch.seconds.items()},
+            "seconds_sync": sync_seconds, "seconds_train": now - t_train, "seconds_iteration": now - t_start,
             "images_per_second": len(batch.prompts) / max(batch.seconds["rollout"], 1e-9),
+            **batch.metrics,
         }
         return record
 

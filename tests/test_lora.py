@@ -1,8 +1,7 @@
-import warnings
-
 import pytest
 import torch
 
+from conftest import make_adapted_policy
 from solrl.models import load_policy
 from solrl.models.lora import (ROLLOUT, TRAINED, adapter, adapter_params, add_policy_adapters, ema_update, lora_config,
                                mixed_adapter_batch, use_adapter)
@@ -10,16 +9,7 @@ from solrl.models.lora import (ROLLOUT, TRAINED, adapter, adapter_params, add_po
 
 @pytest.fixture()
 def policy(tiny_toy_dir):
-    policy = load_policy("toy", str(tiny_toy_dir))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        add_policy_adapters(policy.transformer, lora_config(4, 8, "gaussian", ["to_q", "to_k", "to_v", "to_out.0"]))
-    # make the adapters differ from each other and from the base
-    with torch.no_grad():
-        for name in (TRAINED, ROLLOUT):
-            for p in adapter_params(policy.transformer, name).values():
-                p.add_(0.05 * torch.randn_like(p))
-    return policy
+    return make_adapted_policy(tiny_toy_dir, perturb=True)
 
 
 def _inputs(policy):

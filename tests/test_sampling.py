@@ -19,6 +19,16 @@ def test_noise_of_a_seed_ignores_batch_size_order_and_dtype():
     assert not torch.equal(initial_noise([8], shape)[0], alone[0])
 
 
+def test_generation_is_bitwise_independent_of_batch_composition(toy_policy):
+    from solrl.generation import generate
+
+    prompts, seeds = ["two red circles", "one blue square", "four green triangles"], [3, 1, 4]
+    together = generate(toy_policy, prompts, seeds, steps=2, batch_size=4)
+    reordered = generate(toy_policy, prompts[::-1], seeds[::-1], steps=2, batch_size=4).flip(0)
+    alone = torch.cat([generate(toy_policy, [p], [s], steps=2, batch_size=4) for p, s in zip(prompts, seeds)])
+    assert torch.equal(together, reordered) and torch.equal(together, alone)
+
+
 def test_shifted_schedule_matches_hand_values():
     # s = 3: t' = 3t / (1 + 2t); t = 0.5 -> 1.5 / 2 = 0.75
     assert shift_time(torch.tensor(0.5), 3.0).item() == pytest.approx(0.75)

@@ -96,6 +96,11 @@ def test_export_round_trip_reproduces_samples(tiny_toy_dir, tmp_path):
     exported = generate(fresh, prompts, seeds, steps=3)
     torch.testing.assert_close(exported, trained, atol=1e-5, rtol=1e-5)
     assert not torch.allclose(base, trained, atol=1e-4)  # the LoRA matters
+    # the diffusers-format file loads through diffusers' own LoRA loader
+    via_diffusers = load_policy("toy", str(tiny_toy_dir))
+    via_diffusers.transformer.load_lora_adapter(str(tmp_path / "export"), weight_name="pytorch_lora_weights.safetensors",
+                                                prefix="transformer", adapter_name="exported")
+    torch.testing.assert_close(generate(via_diffusers, prompts, seeds, steps=3), trained, atol=1e-5, rtol=1e-5)
 
 
 def test_non_finite_rewards_are_dropped_and_logged(tiny_toy_dir, tmp_path, caplog):

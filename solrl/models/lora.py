@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import warnings
 from pathlib import Path
 
 import torch
@@ -33,8 +34,10 @@ def _tuner_layers(model):
 def add_policy_adapters(model: torch.nn.Module, config: LoraConfig) -> None:
     """Inject `default` and `old`, with old = default at start (SPEC.md 1.7)."""
     model.requires_grad_(False)
-    inject_adapter_in_model(config, model, adapter_name=TRAINED)
-    inject_adapter_in_model(config, model, adapter_name=ROLLOUT)
+    with warnings.catch_warnings():  # peft warns when a model gets a second adapter: here that is the design
+        warnings.filterwarnings("ignore", message=".*multiple adapters.*", category=UserWarning)
+        inject_adapter_in_model(config, model, adapter_name=TRAINED)
+        inject_adapter_in_model(config, model, adapter_name=ROLLOUT)
     if not _tuner_layers(model):
         raise ValueError(f"LoRA target modules {config.target_modules} matched no layer of {type(model).__name__}")
     copy_adapter(model, src=TRAINED, dst=ROLLOUT)
@@ -108,11 +111,14 @@ def export_lora(model, config: LoraConfig, out_dir: str | Path, name: str = TRAI
     out.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu().contiguous() for k, v in get_peft_model_state_dict(model, adapter_name=name).items()}
     save_file(state, str(out / "adapter_model.safetensors"))
-    cfg = config.to_dict()
-    cfg["target_modules"] = sorted(cfg["target_modules"]) if isinstance(cfg["target_modules"], (set, list)) else cfg["target_modules"]
+    cfg = {k: sorted(v) if isinstance(v, set) else v for k, v in config.to_dict().items()}
     (out / "adapter_config.json").write_text(json.dumps(cfg, indent=2, default=str) + "\n")
+    # diffusers reads rank and alpha from this metadata (keys prefixed by the pipeline component);
+    # without it, it would assume alpha = rank and load a differently scaled LoRA.
+    metadata = {"format": "pt", "lora_adapter_metadata": json.dumps(
+        {f"{diffusers_prefix}.{k}": v for k, v in cfg.items()}, default=str, sort_keys=True)}
     diffusers_state = {f"{diffusers_prefix}.{k}": v for k, v in state.items()}
-    save_file(diffusers_state, str(out / "pytorch_lora_weights.safetensors"))
+    save_file(diffusers_state, str(out / "pytorch_lora_weights.safetensors"), metadata=metadata)
     return out
 
 

@@ -40,10 +40,12 @@ def _place_count(scene: Scene, rng: np.random.Generator) -> list[tuple[int, int,
     for _ in range(1000):
         boxes = []
         for _ in range(scene.count):
-            s = int(rng.integers(COUNT_SIZE[0], COUNT_SIZE[1] + 1))
-            box = (int(rng.integers(1, IMAGE_SIZE - s)), int(rng.integers(1, IMAGE_SIZE - s)), s)
-            if all(_boxes_apart(box, b) for b in boxes):
-                boxes.append(box)
+            for _ in range(50):  # a few tries for each object before starting the scene again
+                s = int(rng.integers(COUNT_SIZE[0], COUNT_SIZE[1] + 1))
+                box = (int(rng.integers(1, IMAGE_SIZE - s)), int(rng.integers(1, IMAGE_SIZE - s)), s)
+                if all(_boxes_apart(box, b) for b in boxes):
+                    boxes.append(box)
+                    break
         if len(boxes) == scene.count:
             return boxes
     raise RuntimeError(f"could not place {scene.count} objects")  # unreachable for the grammar's sizes

@@ -1,0 +1,94 @@
+"""The explore engine: a copy of the policy with the `old` LoRA merged into its weights and its
+linear layers quantized to a recipe. `sync(policy)` re-merges and re-quantizes in place after
+each update (no rebuild); `velocity` has the policy's signature, so the samplers serve both.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import time
+
+import torch
+from peft.tuners.lora import LoraLayer
+
+from ..models.lora import ROLLOUT
+from .linear import QuantLinear, QuantReport, Recipe, get_recipe, select_kernel, should_quantize
+
+log = logging.getLogger("solrl.precision")
+
+
+def _merged_weight(layer, adapter: str) -> torch.Tensor:
+    """Base weight plus the adapter's delta, whether or not the adapter is active."""
+    weight = layer.get_base_layer().weight.detach().float()
+    if adapter in layer.lora_A:
+        weight = weight + layer.get_delta_weight(adapter).float()
+    return weight
+
+
+def _set_module(root: torch.nn.Module, name: str, module: torch.nn.Module) -> None:
+    parent, _, attr = name.rpartition(".")
+    setattr(root.get_submodule(parent) if parent else root, attr, module)
+
+
+class ExploreEngine:
+    def __init__(self, policy, recipe: str | Recipe, adapter: str = ROLLOUT):
+        self.recipe = recipe if isinstance(recipe, Recipe) else get_recipe(recipe)
+        self.adapter = adapter
+        source = policy.transformer
+        device = next(source.parameters()).device
+        self.kernel = select_kernel(self.recipe, device)
+        self.report = QuantReport(self.kernel)
+        start = time.perf_counter()
+        model = copy.deepcopy(source).eval().requires_grad_(False)
+        source_modules = dict(source.named_modules())
+        self._lora_names: list[str] = []
+        for name, module in list(model.named_modules()):
+            if isinstance(module, LoraLayer):
+                base = module.get_base_layer()
+                weight = _merged_weight(source_modules[name], adapter)
+                replacement = self._layer_for(name, weight, base.bias)
+                _set_module(model, name, replacement)
+                self._lora_names.append(name)
+        for name, module in list(model.named_modules()):
+            if type(module) is torch.nn.Linear:
+                _set_module(model, name, self._layer_for(name, module.weight, module.bias))
+        self.model = model
+        self.build_seconds = time.perf_counter() - start
+        self._view = copy.copy(policy)
+        self._view.transformer = model
+        log.info("explore engine %s: %s", self.recipe.name, self.report.summary())
+
+    def _layer_for(self, name: str, weight: torch.Tensor, bias) -> torch.nn.Module:
+        out_f, in_f = weight.shape
+        if should_quantize(name, in_f, out_f, self.recipe):
+            self.report.quantized.append(name)
+            return QuantLinear.from_weight(weight, bias, self.recipe, self.kernel)
+        self.report.skipped.append(name)
+        linear = torch.nn.Linear(in_f, out_f, bias=bias is not None, device=weight.device)
+        with torch.no_grad():
+            linear.weight.copy_(weight)
+            if bias is not None:
+                linear.bias.copy_(bias)
+        return linear.requires_grad_(False)
+
+    @torch.no_grad()
+    def sync(self, policy) -> float:
+        """Re-merge the policy's current `old` adapter and re-quantize; returns seconds taken."""
+        start = time.perf_counter()
+        source = dict(policy.transformer.named_modules())
+        for name in self._lora_names:
+            layer = self.model.get_submodule(name)
+            weight = _merged_weight(source[name], self.adapter)
+            if isinstance(layer, QuantLinear):
+                layer.set_weight(weight)
+            else:
+                layer.weight.copy_(weight)
+        return time.perf_counter() - start
+
+    @torch.no_grad()
+    def velocity(self, x, t, cond):
+        return self._view.velocity(x, t, cond)
+
+    @property
+    def label(self) -> str:
+        return f"{self.recipe.name} ({self.kernel.name}, {'real' if self.kernel.real else 'emulated'})"

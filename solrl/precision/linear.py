@@ -1,0 +1,151 @@
+"""QuantLinear: a linear layer computed in a low-precision format, by a real kernel where the
+hardware has one and by exact emulation elsewhere. `select_kernel` is the one place that decides.
+
+Weights are quantized once per `set_weight` (once per explore-engine sync); activations are
+quantized on every call (W4A4 / W8A8) unless the recipe is weight-only.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+from .formats import FORMATS, int8_quantize, quantize_dequantize
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    weight_format: str | None          # None: weights stay in compute dtype
+    act_format: str | None             # None: weight-only quantization
+    compute_dtype: torch.dtype = torch.float32
+    # Layers left in full precision: embedders and the final projection (as Sol-RL does for
+    # SANA / FLUX), and any layer narrower than min_features.
+    skip_patterns: tuple[str, ...] = ("pos_embed", "time_text_embed", "context_embedder", "norm_out", "proj_out")
+    min_features: int = 64
+
+
+RECIPES = {
+    "fp32": Recipe("fp32", None, None, torch.float32),   # full precision, LoRA merged: the fair reference
+    "bf16": Recipe("bf16", None, None, torch.bfloat16),
+    "int8": Recipe("int8", "int8", "int8"),
+    "int8_weight_only": Recipe("int8_weight_only", "int8", None),
+    "fp8": Recipe("fp8", "fp8_e4m3_row", "fp8_e4m3_row"),
+    "mxfp8": Recipe("mxfp8", "mxfp8", "mxfp8"),
+    "mxfp4": Recipe("mxfp4", "mxfp4", "mxfp4"),
+    "nvfp4": Recipe("nvfp4", "nvfp4_2d", "nvfp4"),          # TE's recipe: 16x16 weight tiles, 1x16 activations
+    "nvfp4_weight_only": Recipe("nvfp4_weight_only", "nvfp4_2d", None),
+}
+
+
+def get_recipe(name: str) -> Recipe:
+    if name not in RECIPES:
+        raise ValueError(f"unknown precision recipe {name!r}; choose one of {', '.join(RECIPES)}")
+    return RECIPES[name]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str     # bf16 | int_mm | scaled_mm_fp8 | emulated
+    real: bool    # a real low-precision kernel (True) or exact emulation in fp32 (False)
+    note: str = ""
+
+
+def select_kernel(recipe: Recipe, device: torch.device | str) -> Kernel:
+    """Which implementation runs `recipe` on `device`: the single place this is decided."""
+    device = torch.device(device)
+    if recipe.weight_format is None and recipe.act_format is None:
+        if recipe.compute_dtype == torch.float32:
+            return Kernel("fp32", True, "fp32 matmul (full precision)")
+        return Kernel("bf16", True, "bf16 matmul (AMX on this CPU class, tensor cores on CUDA)")
+    if recipe.weight_format == "int8" and recipe.act_format == "int8":
+        return Kernel("int_mm", True, "torch._int_mm int8 x int8 -> int32")
+    if device.type == "cuda" and recipe.weight_format == recipe.act_format == "fp8_e4m3_row":
+        major, minor = torch.cuda.get_device_capability(device)
+        if (major, minor) >= (8, 9):
+            return Kernel("scaled_mm_fp8", True, f"torch._scaled_mm FP8 E4M3 on sm{major}{minor}")
+    return Kernel("emulated", False, f"{recipe.name} emulated: exact numerics, fp32 matmul, no speed-up on {device.type}")
+
+
+class QuantLinear(torch.nn.Module):
+    def __init__(self, in_features: int, out_features: int, bias: torch.Tensor | None, recipe: Recipe, kernel: Kernel):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.recipe, self.kernel = recipe, kernel
+        self.register_buffer("bias", None if bias is None else bias.detach().clone().float(), persistent=False)
+        self.register_buffer("weight_q", torch.empty(0), persistent=False)   # codes or dequantized weight
+        self.register_buffer("weight_scale", torch.empty(0), persistent=False)
+
+    @classmethod
+    def from_weight(cls, weight: torch.Tensor, bias, recipe: Recipe, kernel: Kernel) -> "QuantLinear":
+        layer = cls(weight.shape[1], weight.shape[0], bias, recipe, kernel)
+        layer.set_weight(weight)
+        return layer
+
+    @torch.no_grad()
+    def set_weight(self, weight: torch.Tensor) -> None:
+        """Quantize a full-precision weight [out, in] into this layer's storage."""
+        w = weight.detach().float()
+        if self.kernel.name == "int_mm":
+            codes, scale = int8_quantize(w)             # per output channel
+            self.weight_q, self.weight_scale = codes.t().contiguous(), scale.t().contiguous()
+        elif self.kernel.name == "scaled_mm_fp8":
+            amax = w.abs().amax(1, keepdim=True).clamp_min(1e-12)
+            scale = amax / 448.0
+            self.weight_q = (w / scale).to(torch.float8_e4m3fn).t()          # column-major, as _scaled_mm wants
+            self.weight_scale = scale.t().contiguous()
+        elif self.kernel.name in ("bf16", "fp32"):
+            self.weight_q = w.to(self.recipe.compute_dtype)
+        else:
+            self.weight_q = quantize_dequantize(w, self.recipe.weight_format) if self.recipe.weight_format else w
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape
+        x2 = x.reshape(-1, shape[-1])
+        if self.kernel.name == "int_mm":
+            codes, scale = int8_quantize(x2)              # per token
+            y = torch._int_mm(codes, self.weight_q).float() * scale * self.weight_scale
+        elif self.kernel.name == "scaled_mm_fp8":
+            amax = x2.abs().amax(1, keepdim=True).float().clamp_min(1e-12)
+            sx = amax / 448.0
+            xq = (x2.float() / sx).to(torch.float8_e4m3fn)
+            y = torch._scaled_mm(xq, self.weight_q, scale_a=sx, scale_b=self.weight_scale, out_dtype=torch.float32)
+        elif self.kernel.name in ("bf16", "fp32"):
+            y = F.linear(x2.to(self.recipe.compute_dtype), self.weight_q).float()
+        else:
+            xq = quantize_dequantize(x2.float(), self.recipe.act_format) if self.recipe.act_format else x2.float()
+            y = F.linear(xq, self.weight_q)
+        if self.bias is not None:
+            y = y + self.bias
+        return y.to(x.dtype).reshape(*shape[:-1], self.out_features)
+
+    def extra_repr(self) -> str:
+        return f"{self.in_features} -> {self.out_features}, recipe={self.recipe.name}, kernel={self.kernel.name}, real={self.kernel.real}"
+
+
+def should_quantize(name: str, in_features: int, out_features: int, recipe: Recipe) -> bool:
+    if any(re.search(p, name) for p in recipe.skip_patterns):
+        return False
+    if min(in_features, out_features) < recipe.min_features:
+        return False
+    for fmt, block in ((recipe.weight_format, 16), (recipe.act_format, 16)):
+        if fmt and fmt.startswith(("nvfp4", "mx")) and in_features % (32 if fmt.startswith("mx") else block):
+            return False
+    return True
+
+
+@dataclass
+class QuantReport:
+    kernel: Kernel
+    quantized: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        kind = "real kernel" if self.kernel.real else "EMULATED"
+        return (f"{len(self.quantized)} linear layers -> {self.kernel.name} ({kind}: {self.kernel.note}); "
+                f"{len(self.skipped)} kept in full precision")
+
+
+assert all(r.weight_format in (None, *FORMATS) and r.act_format in (None, *FORMATS) for r in RECIPES.values())

@@ -1,0 +1,79 @@
+import dataclasses
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from conftest import make_adapted_policy
+from solrl.models import load_policy
+from solrl.models.lora import ROLLOUT, TRAINED, adapter, adapter_params, add_policy_adapters, ema_update, lora_config
+from solrl.precision.engine import ExploreEngine
+from solrl.precision.formats import quantize_dequantize
+from solrl.precision.linear import QuantLinear, Recipe, get_recipe, select_kernel
+
+
+@pytest.fixture()
+def policy(tiny_toy_dir):
+    return make_adapted_policy(tiny_toy_dir, perturb=True)
+
+
+def _tiny(recipe: str):
+    """The recipe with its minimum layer width lowered to the tiny test model's 32."""
+    return dataclasses.replace(get_recipe(recipe), min_features=16)
+
+
+def _inputs(policy):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 3, 32, 32, generator=g)
+    t = torch.tensor([0.9, 0.6, 0.3, 0.1])
+    return x, t, policy.encode_prompts(["two red circles", "one blue square", "four green triangles", "three red squares"])
+
+
+def test_emulated_quant_linear_is_exactly_the_format_numerics():
+    g = torch.Generator().manual_seed(0)
+    w, x, b = torch.randn(64, 128, generator=g), torch.randn(5, 128, generator=g), torch.randn(64, generator=g)
+    recipe = get_recipe("nvfp4")
+    layer = QuantLinear.from_weight(w, b, recipe, select_kernel(recipe, "cpu"))
+    expected = F.linear(quantize_dequantize(x, "nvfp4"), quantize_dequantize(w, "nvfp4_2d"), b)
+    assert torch.equal(layer(x), expected)
+    assert layer.kernel.name == "emulated" and not layer.kernel.real
+
+
+def test_int8_kernel_matches_int8_emulation():
+    g = torch.Generator().manual_seed(1)
+    w, x = torch.randn(64, 128, generator=g), torch.randn(32, 128, generator=g)
+    recipe = get_recipe("int8")
+    kernel = select_kernel(recipe, "cpu")
+    assert kernel.name == "int_mm" and kernel.real
+    real = QuantLinear.from_weight(w, None, recipe, kernel)(x)
+    emulated = F.linear(quantize_dequantize(x, "int8"), quantize_dequantize(w, "int8"))
+    torch.testing.assert_close(real, emulated, rtol=1e-5, atol=1e-4)
+
+
+def test_engine_follows_the_old_adapter_and_resyncs_in_place(policy):
+    x, t, cond = _inputs(policy)
+    engine = ExploreEngine(policy, _tiny("bf16"))
+    assert engine.report.quantized
+    with torch.no_grad(), adapter(policy.transformer, ROLLOUT):
+        v_old = policy.velocity(x, t, cond)
+    v = engine.velocity(x, t, cond)
+    assert ((v - v_old).norm() / v_old.norm()).item() < 0.02  # bf16 rounding only
+    layers_before = [id(m) for m in engine.model.modules()]
+    ema_update(policy.transformer, 0.0)                        # old <- default: the explore copy must follow
+    engine.sync(policy)
+    assert [id(m) for m in engine.model.modules()] == layers_before  # re-quantized in place, not rebuilt
+    fresh = ExploreEngine(policy, _tiny("bf16"))
+    assert torch.equal(engine.velocity(x, t, cond), fresh.velocity(x, t, cond))
+    assert not torch.allclose(engine.velocity(x, t, cond), v, atol=1e-3)
+
+
+def test_engine_reports_what_it_quantized_and_how(policy):
+    engine = ExploreEngine(policy, _tiny("nvfp4"))
+    assert "emulated" in engine.label
+    assert any("proj_out" in n for n in engine.report.skipped)
+    assert any("to_q" in n for n in engine.report.quantized)
+    assert "EMULATED" in engine.report.summary()
+    assert "real" in ExploreEngine(policy, _tiny("int8")).label
+    assert not ExploreEngine(policy, "nvfp4").report.quantized  # every layer of the tiny model is under 64 wide
+    with pytest.raises(ValueError, match="fp32, bf16, int8"):
+        ExploreEngine(policy, "fp2")

@@ -1,0 +1,73 @@
+import pytest
+import torch
+
+from conftest import make_adapted_policy
+from solrl.generation import generate
+from solrl.models import load_policy
+from solrl.models.lora import ROLLOUT, adapter, add_policy_adapters, lora_config
+from solrl.precision.engine import ExploreEngine
+from solrl.rewards.base import REWARDS, Reward, RewardResult
+from solrl.rollout import RolloutSpec, run_rollout
+
+
+class _Brightness(Reward):
+    name = "brightness"
+
+    def score(self, images, prompts):
+        return RewardResult(images.mean(dim=(1, 2, 3)))
+
+
+@pytest.fixture()
+def policy(tiny_toy_dir):
+    return make_adapted_policy(tiny_toy_dir, perturb=False)
+
+
+PROMPTS = ["two red circles", "a blue square above a yellow triangle"]
+
+
+def _spec(family, **kw):
+    return RolloutSpec(family=family, group_size=2, explore_seeds=6, full_steps=3, explore_steps=2, batch_size=5, **kw)
+
+
+def test_sol_rl_regenerates_exactly_what_direct_full_precision_sampling_gives(policy):
+    engine = ExploreEngine(policy, "bf16")
+    seeds = list(range(100, 112))
+    batch = run_rollout(policy, _Brightness(), PROMPTS, seeds, _spec("sol_rl"), engine)
+    assert batch.samples.shape[0] == 4 and batch.group_ids.tolist() == [0, 0, 1, 1]
+    # sample the selected seeds directly, alone and in another batch composition
+    with adapter(policy.transformer, ROLLOUT):
+        for i, (prompt, seed) in enumerate(zip(batch.prompts, batch.seeds)):
+            alone = generate(policy, [prompt], [seed], steps=3, batch_size=5)
+            assert torch.equal(alone[0], batch.samples[i]), i
+    # the proxy picked the extremes of the explore stage (best_worst, K=2: one best, one worst per prompt)
+    assert "proxy_full_spearman" in batch.metrics
+    assert {"explore", "select", "regenerate", "reward"} <= set(batch.seconds)
+
+
+def test_naive_scaling_keeps_the_best_and_worst_by_full_reward(policy):
+    seeds = list(range(12))
+    batch = run_rollout(policy, _Brightness(), PROMPTS, seeds, _spec("naive_scaling"))
+    with adapter(policy.transformer, ROLLOUT):
+        full = generate(policy, [p for p in PROMPTS for _ in range(6)], seeds, steps=3)
+    scores = policy.decode(full).mean(dim=(1, 2, 3))
+    for g in range(2):
+        group = scores[g * 6:(g + 1) * 6]
+        kept = batch.rewards[g * 2:(g + 1) * 2]
+        torch.testing.assert_close(kept.sort().values, torch.stack([group.min(), group.max()]))
+
+
+def test_naive_quant_trains_on_explore_samples(policy):
+    engine = ExploreEngine(policy, "bf16")
+    batch = run_rollout(policy, _Brightness(), PROMPTS, list(range(12)), _spec("naive_quant"), engine)
+    direct = generate(policy, [batch.prompts[0]], [batch.seeds[0]], steps=2, velocity=engine.velocity, batch_size=5)
+    assert torch.equal(direct[0], batch.samples[0])
+    assert batch.train_timesteps.numel() == 2  # the explore grid
+
+
+def test_rollout_refuses_inconsistent_requests(policy):
+    with pytest.raises(ValueError, match="needs an explore engine"):
+        run_rollout(policy, _Brightness(), PROMPTS, list(range(12)), _spec("sol_rl"))
+    with pytest.raises(ValueError, match="unknown rollout family"):
+        run_rollout(policy, _Brightness(), PROMPTS, list(range(12)), _spec("grpo"))
+    with pytest.raises(ValueError, match="12 seeds for 4 samples"):
+        run_rollout(policy, _Brightness(), PROMPTS, list(range(12)), _spec("diffusionnft"))
