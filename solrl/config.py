@@ -83,7 +83,7 @@ class TrainConfig:
     old_policy_decay: float | None = None  # a fixed decay overrides the schedule
     old_policy_update_interval: int = 1    # optimizer steps between old-adapter refreshes
     autocast_bf16: bool = False      # bf16 autocast for rollouts and the training forward
-    batch_old_ref: bool = True       # old and reference predictions in one mixed-adapter forward
+    batch_old_ref: bool = False      # old + reference predictions as one mixed-adapter forward (slower on CPU: docs/old-ref-batching.md)
     time_budget_minutes: float = 0.0 # stop after this wall-clock (0 = run all iterations)
     eval_every: int = 5              # iterations between held-out validations (0 = only at the end)
     checkpoint_every: int = 10       # iterations between checkpoints (0 = only at the end)
