@@ -23,6 +23,7 @@ from solrl.generation import generate
 from solrl.models import load_policy
 from solrl.models.lora import add_policy_adapters, lora_config
 from solrl.precision.engine import ExploreEngine
+from solrl.precision.linear import cpu_description
 
 CASES = [("fp32", 10), ("fp32", 6), ("bf16", 6), ("int8", 6), ("fp8", 6), ("nvfp4", 6)]
 
@@ -49,7 +50,7 @@ def main() -> None:
     ref = statistics.median(times[("fp32", 10)])
     lines = [
         "# Explore engine: throughput and sync cost", "",
-        f"Measured {datetime.date.today().isoformat()}, {platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}.",
+        f"Measured {datetime.date.today().isoformat()} on {cpu_description()[0]} ({platform.machine()}), {torch.get_num_threads()} threads, torch {torch.__version__}.",
         f"Command: `.venv/bin/python bench/explore_speed.py --batch {args.batch} --reps {args.reps}`; toy model with the toy_nft LoRA merged,",
         f"batch {args.batch}, Euler, medians of {args.reps} interleaved rounds. c = cost per sample relative to fp32 at 10 steps.", "",
         "| recipe | kernel | steps | images/s | c | sync ms |", "|---|---|---|---|---|---|",
@@ -59,6 +60,7 @@ def main() -> None:
         e = engines[recipe]
         lines.append(f"| {recipe} | {e.kernel.name} ({'real' if e.kernel.real else 'emulated'}) | {steps} | {args.batch / med:.1f} | "
                      f"{med / ref:.2f} | {sync[recipe] * 1000:.1f} |")
+    lines += ["", "Kernel notes:", *[f"- {r}: {e.kernel.note}" for r, e in engines.items()]]
     lines += ["", "Rollout speed-up of Sol-RL over naive N-in-N full-precision scaling is N / (N c + K) (explore N, regenerate K):"]
     for recipe, steps in CASES[1:]:
         c = statistics.median(times[(recipe, steps)]) / ref

@@ -95,7 +95,7 @@ class TrainConfig:
 class RolloutConfig:
     family: str = "diffusionnft"     # diffusionnft (K in K) | naive_scaling | naive_quant | sol_rl
     explore_seeds: int = 48          # N seeds explored per prompt (paper: 96); K = train.group_size
-    explore_precision: str = "bf16"  # explore-engine recipe: fp32 | bf16 | int8 | fp8 | mxfp8 | mxfp4 | nvfp4 ...
+    explore_precision: str = "auto"  # explore recipe: auto (bf16 where native, else fp32) | fp32 | bf16 | int8 | fp8 | mxfp8 | mxfp4 | nvfp4 ...
     explore_steps: int = 6           # explore step budget (paper: 6; full budget = sampling.steps)
     selection: str = "best_worst"    # best_worst | random | mean_deviation | extremes_random
 

@@ -75,5 +75,6 @@ def test_engine_reports_what_it_quantized_and_how(policy):
     assert "EMULATED" in engine.report.summary()
     assert "real" in ExploreEngine(policy, _tiny("int8")).label
     assert not ExploreEngine(policy, "nvfp4").report.quantized  # every layer of the tiny model is under 64 wide
-    with pytest.raises(ValueError, match="fp32, bf16, int8"):
+    assert ExploreEngine(policy, "auto").recipe.name in ("bf16", "fp32")
+    with pytest.raises(ValueError, match="auto, fp32, bf16, int8"):
         ExploreEngine(policy, "fp2")

@@ -128,6 +128,19 @@ def test_a_raising_reward_skips_then_stops_with_a_clear_message(tiny_toy_dir, tm
         trainer.run_iteration(1)
 
 
+@pytest.mark.parametrize("family", ["sol_rl", "naive_quant", "naive_scaling"])
+def test_selection_families_train_one_iteration(tiny_toy_dir, tmp_path, family):
+    trainer = Trainer(_cfg(tiny_toy_dir, tmp_path / family, f"rollout.family={family}", "rollout.explore_seeds=4",
+                           "train.group_size=2", "rollout.explore_steps=2", "rollout.explore_precision=fp32"), quiet=True)
+    record = trainer.run_iteration(0)
+    assert record["trained_pairs"] > 0 and math.isfinite(record["loss"])
+    assert record["seconds_rollout"] > 0
+    if family == "sol_rl":
+        assert "proxy_full_spearman" in record and record["seconds_regenerate"] > 0 and record["seconds_explore"] > 0
+    with pytest.raises(ConfigError, match="explore_seeds"):
+        Trainer(_cfg(tiny_toy_dir, tmp_path / "bad", f"rollout.family={family}", "rollout.explore_seeds=2"), quiet=True)
+
+
 def test_group_size_below_two_is_refused(tiny_toy_dir, tmp_path):
     with pytest.raises(ConfigError, match="group_size must be >= 2"):
         Trainer(_cfg(tiny_toy_dir, tmp_path / "k1", "train.group_size=1"), quiet=True)

@@ -32,10 +32,10 @@ def _set_module(root: torch.nn.Module, name: str, module: torch.nn.Module) -> No
 
 class ExploreEngine:
     def __init__(self, policy, recipe: str | Recipe, adapter: str = ROLLOUT):
-        self.recipe = recipe if isinstance(recipe, Recipe) else get_recipe(recipe)
-        self.adapter = adapter
         source = policy.transformer
         device = next(source.parameters()).device
+        self.recipe = recipe if isinstance(recipe, Recipe) else get_recipe(recipe, device)
+        self.adapter = adapter
         self.kernel = select_kernel(self.recipe, device)
         self.report = QuantReport(self.kernel)
         start = time.perf_counter()

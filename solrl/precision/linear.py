@@ -6,8 +6,11 @@ quantized on every call (W4A4 / W8A8) unless the recipe is weight-only.
 """
 from __future__ import annotations
 
+import functools
+import platform
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -40,9 +43,14 @@ RECIPES = {
 }
 
 
-def get_recipe(name: str) -> Recipe:
+def get_recipe(name: str, device: torch.device | str = "cpu") -> Recipe:
+    """A recipe by name; `auto` = bf16 where the hardware multiplies bf16 natively, else fp32."""
+    if name == "auto":
+        device = torch.device(device)
+        fast_bf16 = device.type == "cuda" or bool({"amx_bf16", "avx512_bf16"} & cpu_description()[1])
+        return RECIPES["bf16" if fast_bf16 else "fp32"]
     if name not in RECIPES:
-        raise ValueError(f"unknown precision recipe {name!r}; choose one of {', '.join(RECIPES)}")
+        raise ValueError(f"unknown precision recipe {name!r}; choose one of auto, {', '.join(RECIPES)}")
     return RECIPES[name]
 
 
@@ -53,15 +61,39 @@ class Kernel:
     note: str = ""
 
 
+@functools.lru_cache(maxsize=1)
+def cpu_description() -> tuple[str, frozenset[str]]:
+    """(model name, instruction-set flags) of this CPU, from /proc/cpuinfo where there is one."""
+    info = Path("/proc/cpuinfo")
+    if not info.exists():
+        return platform.processor() or platform.machine(), frozenset()
+    text = info.read_text()
+    name = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "unknown CPU")
+    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+    return name, frozenset(flags)
+
+
+def _cpu_support(dtype: str) -> str:
+    """How this CPU runs bf16 / int8 matrix products: in hardware, or without matrix support."""
+    name, flags = cpu_description()
+    wanted = {"bf16": ("amx_bf16", "avx512_bf16"), "int8": ("amx_int8", "avx512_vnni", "avx_vnni")}[dtype]
+    have = [f for f in wanted if f in flags]
+    if have:
+        return f"{dtype} in hardware ({', '.join(have)}) on {name}"
+    return f"{name} has no {'/'.join(wanted)}: {dtype} products run without hardware support, likely slower than fp32"
+
+
 def select_kernel(recipe: Recipe, device: torch.device | str) -> Kernel:
     """Which implementation runs `recipe` on `device`: the single place this is decided."""
     device = torch.device(device)
     if recipe.weight_format is None and recipe.act_format is None:
         if recipe.compute_dtype == torch.float32:
             return Kernel("fp32", True, "fp32 matmul (full precision)")
-        return Kernel("bf16", True, "bf16 matmul (AMX on this CPU class, tensor cores on CUDA)")
+        note = "bf16 tensor cores" if device.type == "cuda" else _cpu_support("bf16")
+        return Kernel("bf16", True, f"bf16 matmul; {note}")
     if recipe.weight_format == "int8" and recipe.act_format == "int8":
-        return Kernel("int_mm", True, "torch._int_mm int8 x int8 -> int32")
+        note = "int8 tensor cores" if device.type == "cuda" else _cpu_support("int8")
+        return Kernel("int_mm", True, f"torch._int_mm int8 x int8 -> int32; {note}")
     if device.type == "cuda" and recipe.weight_format == recipe.act_format == "fp8_e4m3_row":
         major, minor = torch.cuda.get_device_capability(device)
         if (major, minor) >= (8, 9):
