@@ -8,7 +8,6 @@ held-out evaluations (mean verifier score, strict accuracy) against wall-clock a
 from __future__ import annotations
 
 import datetime
-import json
 import platform
 import shutil
 import sys
@@ -47,7 +46,7 @@ def main() -> None:
         f"- after {final['iteration']} iterations / {final['wall_seconds'] / 60:.1f} min: **{final['mean_score']:.3f}** "
         f"(**{gain:+.3f}**), strict accuracy {final['strict_accuracy']:.3f}",
         f"- best evaluation: {best['mean_score']:.3f} at iteration {best['iteration']}",
-        f"- +0.20 first reached: " + (f"iteration {reached['iteration']}, {reached['wall_seconds'] / 60:.1f} min" if reached else "not within this run"),
+        "- +0.20 first reached: " + (f"iteration {reached['iteration']}, {reached['wall_seconds'] / 60:.1f} min" if reached else "not within this run"),
         f"- median seconds per iteration: {sec_it:.1f} (rollout {np.median([r['seconds_rollout'] for r in train]):.1f}, "
         f"train {np.median([r['seconds_train'] for r in train]):.1f})", "",
         "![curve](img/toy_nft_curve.png)", "",

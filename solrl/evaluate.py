@@ -5,8 +5,6 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
-import torch
 from PIL import Image
 
 from .generation import generate

@@ -11,7 +11,6 @@ import math
 import time
 
 import numpy as np
-import torch
 from scipy import stats
 
 from .generation import generate

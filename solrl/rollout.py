@@ -102,6 +102,9 @@ def generate_and_score(policy, reward, prompts, seeds, steps, spec: RolloutSpec,
 
 def _select(scores: torch.Tensor, groups: int, n: int, k: int, mode: str, generator) -> torch.Tensor:
     """Flat indices of the K selected seeds of every group of N."""
+    bad = int((~torch.isfinite(scores)).sum())
+    if bad:  # a selection over NaN ranks is meaningless: lose the iteration, say why
+        raise RewardError(f"selection needs finite rewards, got {bad} NaN/inf among {scores.numel()}")
     return torch.cat([g * n + select_seeds(scores[g * n:(g + 1) * n], k, mode, generator) for g in range(groups)])
 
 

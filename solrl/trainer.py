@@ -240,7 +240,7 @@ class Trainer:
                            s.batch_size, r.selection, c.autocast_bf16)
 
     def run_iteration(self, iteration: int) -> dict | None:
-        cfg, scfg = self.cfg.train, self.cfg.sampling
+        cfg = self.cfg.train
         t_start = time.time()
         group_prompts = prompts_for_iteration(self.prompts, self.cfg.seed, iteration, cfg.prompts_per_iter)
         spec = self.rollout_spec()

@@ -5,11 +5,10 @@ import torch
 import torch.nn.functional as F
 
 from conftest import make_adapted_policy
-from solrl.models import load_policy
-from solrl.models.lora import ROLLOUT, TRAINED, adapter, adapter_params, add_policy_adapters, ema_update, lora_config
+from solrl.models.lora import ROLLOUT, adapter, ema_update
 from solrl.precision.engine import ExploreEngine
 from solrl.precision.formats import quantize_dequantize
-from solrl.precision.linear import QuantLinear, Recipe, get_recipe, select_kernel
+from solrl.precision.linear import QuantLinear, get_recipe, select_kernel
 
 
 @pytest.fixture()

@@ -82,6 +82,14 @@ def test_packed_nvfp4_round_trips_at_4_5_bits():
     assert packed_bits_per_element(packed) == pytest.approx(4.5, abs=0.01)
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_non_finite_input_is_refused(bad):
+    x = torch.ones(2, 32)
+    x[1, 3] = bad
+    with pytest.raises(ValueError, match="NaN or inf"):
+        quantize_dequantize(x, "nvfp4")
+
+
 def test_unknown_format_and_bad_block():
     with pytest.raises(ValueError, match="nvfp4, nvfp4_2d"):
         quantize_dequantize(torch.zeros(4, 16), "fp4")

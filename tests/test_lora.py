@@ -2,9 +2,7 @@ import pytest
 import torch
 
 from conftest import make_adapted_policy
-from solrl.models import load_policy
-from solrl.models.lora import (ROLLOUT, TRAINED, adapter, adapter_params, add_policy_adapters, ema_update, lora_config,
-                               mixed_adapter_batch, use_adapter)
+from solrl.models.lora import (ROLLOUT, TRAINED, adapter, adapter_params, ema_update, mixed_adapter_batch, use_adapter)
 
 
 @pytest.fixture()

@@ -3,10 +3,9 @@ import torch
 
 from conftest import make_adapted_policy
 from solrl.generation import generate
-from solrl.models import load_policy
-from solrl.models.lora import ROLLOUT, adapter, add_policy_adapters, lora_config
+from solrl.models.lora import ROLLOUT, adapter
 from solrl.precision.engine import ExploreEngine
-from solrl.rewards.base import REWARDS, Reward, RewardResult
+from solrl.rewards.base import Reward, RewardResult
 from solrl.rollout import RolloutSpec, run_rollout
 
 

@@ -141,6 +141,13 @@ def test_selection_families_train_one_iteration(tiny_toy_dir, tmp_path, family):
         Trainer(_cfg(tiny_toy_dir, tmp_path / "bad", f"rollout.family={family}", "rollout.explore_seeds=2"), quiet=True)
 
 
+def test_non_finite_proxy_rewards_skip_the_iteration(tiny_toy_dir, tmp_path, caplog):
+    trainer = Trainer(_cfg(tiny_toy_dir, tmp_path / "nanproxy", "reward.name=test_nan", "rollout.family=sol_rl",
+                           "rollout.explore_seeds=4", "train.group_size=2", "rollout.explore_precision=fp32"), quiet=True)
+    assert trainer.run_iteration(0) is None
+    assert "selection needs finite rewards" in caplog.text
+
+
 def test_group_size_below_two_is_refused(tiny_toy_dir, tmp_path):
     with pytest.raises(ConfigError, match="group_size must be >= 2"):
         Trainer(_cfg(tiny_toy_dir, tmp_path / "k1", "train.group_size=1"), quiet=True)

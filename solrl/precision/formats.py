@@ -124,6 +124,8 @@ def int8(x: torch.Tensor) -> torch.Tensor:
 
 def quantize_dequantize(x: torch.Tensor, fmt: str) -> torch.Tensor:
     """x rounded through format `fmt` (one of FORMATS); same shape and dtype as x."""
+    if not torch.isfinite(x).all():
+        raise ValueError(f"cannot quantize to {fmt}: the tensor holds NaN or inf (a diverged model or a bad input); fix it upstream")
     if fmt == "nvfp4":
         return nvfp4(x)
     if fmt == "nvfp4_2d":
