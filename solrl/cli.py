@@ -94,7 +94,7 @@ def cmd_train(args) -> int:
 
 def cmd_export(args) -> int:
     from .checkpoint import load_checkpoint
-    from .config import from_dict, Config
+    from .config import Config, from_dict
     from .models import load_policy
     from .models.lora import TRAINED, add_policy_adapters, export_lora, load_adapter_state, lora_config
 
@@ -113,8 +113,8 @@ def cmd_probe(args) -> int:
     from .probe import run_probe
 
     prompts, policy, reward = _prompts_policy_reward(args)
-    rows = [run_probe(policy, reward, prompts, args.seeds, recipe, steps, args.full_steps, args.solver, args.batch_size, args.select_k)
-            for recipe in args.precision for steps in args.explore_steps]
+    cases = [(recipe, steps) for recipe in args.precision for steps in args.explore_steps]
+    rows = run_probe(policy, reward, prompts, args.seeds, cases, args.full_steps, args.solver, args.batch_size, args.select_k)
     print(json.dumps(rows, indent=2))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

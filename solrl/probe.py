@@ -28,37 +28,42 @@ def selection_match(proxy: np.ndarray, true: np.ndarray, k: int) -> float:
     return len(picks(proxy) & picks(true)) / (2 * half)
 
 
-def run_probe(policy, reward, prompts: list[str], seeds_per_prompt: int, recipe: str, explore_steps: int,
-              full_steps: int = 10, solver: str = "euler", batch_size: int = 64, select_k: int = 0) -> dict:
+def run_probe(policy, reward, prompts: list[str], seeds_per_prompt: int, cases: list[tuple[str, int]],
+              full_steps: int = 10, solver: str = "euler", batch_size: int = 64, select_k: int = 0) -> list[dict]:
+    """One row per (recipe, explore steps) case; the full-precision reference is sampled once."""
     n = seeds_per_prompt
     k = select_k or max(2, n // 4 * 2)
     flat = [p for p in prompts for _ in range(n)]
     seeds = [PROBE_SEED_BASE + i for i in range(len(flat))]
     reference = ExploreEngine(policy, "fp32")   # full precision, LoRA merged: the fair baseline
-    explore = ExploreEngine(policy, recipe)
     t0 = time.perf_counter()
     full = generate(policy, flat, seeds, full_steps, solver, batch_size=batch_size, velocity=reference.velocity)
-    t1 = time.perf_counter()
-    proxy = generate(policy, flat, seeds, explore_steps, solver, batch_size=batch_size, velocity=explore.velocity)
-    t2 = time.perf_counter()
+    full_seconds = time.perf_counter() - t0
     r_full = reward(policy.decode(full), flat).scores.numpy().reshape(len(prompts), n)
-    r_proxy = reward(policy.decode(proxy), flat).scores.numpy().reshape(len(prompts), n)
-    spearman, kendall, match, constant = [], [], [], 0
-    for a, b in zip(r_proxy, r_full):
-        if np.ptp(a) == 0 or np.ptp(b) == 0:
-            constant += 1  # correlation undefined when every seed scores the same
-            continue
-        spearman.append(stats.spearmanr(a, b).statistic)
-        kendall.append(stats.kendalltau(a, b).statistic)
-        match.append(selection_match(a, b, k))
-    mean = lambda v: float(np.mean(v)) if v else math.nan  # noqa: E731
-    return {
-        "recipe": recipe, "explore_kernel": explore.kernel.name, "explore_real_kernel": explore.kernel.real,
-        "explore_steps": explore_steps, "full_steps": full_steps, "solver": solver,
-        "prompts": len(prompts), "seeds_per_prompt": n, "select_k": k,
-        "spearman": mean(spearman), "kendall": mean(kendall), "selection_match": mean(match),
-        "prompts_with_constant_scores": constant,
-        "full_reward_mean": float(r_full.mean()), "proxy_reward_mean": float(r_proxy.mean()),
-        "full_images_per_second": len(flat) / (t1 - t0), "explore_images_per_second": len(flat) / (t2 - t1),
-        "explore_speedup": (t1 - t0) / (t2 - t1), "sync_seconds": explore.sync(policy),
-    }
+    rows = []
+    for recipe, explore_steps in cases:
+        explore = ExploreEngine(policy, recipe)
+        t1 = time.perf_counter()
+        proxy = generate(policy, flat, seeds, explore_steps, solver, batch_size=batch_size, velocity=explore.velocity)
+        explore_seconds = time.perf_counter() - t1
+        r_proxy = reward(policy.decode(proxy), flat).scores.numpy().reshape(len(prompts), n)
+        spearman, kendall, match, constant = [], [], [], 0
+        for a, b in zip(r_proxy, r_full):
+            if np.ptp(a) == 0 or np.ptp(b) == 0:
+                constant += 1  # correlation undefined when every seed scores the same
+                continue
+            spearman.append(stats.spearmanr(a, b).statistic)
+            kendall.append(stats.kendalltau(a, b).statistic)
+            match.append(selection_match(a, b, k))
+        mean = lambda v: float(np.mean(v)) if v else math.nan  # noqa: E731
+        rows.append({
+            "recipe": explore.recipe.name, "explore_kernel": explore.kernel.name, "explore_real_kernel": explore.kernel.real,
+            "explore_steps": explore_steps, "full_steps": full_steps, "solver": solver,
+            "prompts": len(prompts), "seeds_per_prompt": n, "select_k": k,
+            "spearman": mean(spearman), "kendall": mean(kendall), "selection_match": mean(match),
+            "prompts_with_constant_scores": constant,
+            "full_reward_mean": float(r_full.mean()), "proxy_reward_mean": float(r_proxy.mean()),
+            "full_images_per_second": len(flat) / full_seconds, "explore_images_per_second": len(flat) / explore_seconds,
+            "explore_speedup": full_seconds / explore_seconds,
+        })
+    return rows

@@ -82,5 +82,6 @@ class ToyPolicy:
     @staticmethod
     def encode_images(images_uint8) -> torch.Tensor:
         """uint8 [B, H, W, 3] (numpy or tensor) -> sample space [B, 3, H, W] in [-1, 1]."""
-        images = torch.as_tensor(images_uint8)
-        return images.permute(0, 3, 1, 2).float() / 127.5 - 1
+        from ..images import to_float_nchw
+
+        return to_float_nchw(images_uint8) * 2 - 1

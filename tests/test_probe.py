@@ -1,0 +1,23 @@
+import numpy as np
+import pytest
+
+from solrl.probe import run_probe, selection_match
+from solrl.rewards import build_reward
+
+
+def test_selection_match_hand_values():
+    true = np.array([0.1, 0.9, 0.5, 0.3, 0.7, 0.2])     # k = 2: worst index 0, best index 1
+    assert selection_match(true, true, 2) == 1.0
+    proxy = np.array([0.2, 0.9, 0.5, 0.3, 0.7, 0.1])    # proxy's worst is index 5: half the picks agree
+    assert selection_match(proxy, true, 2) == 0.5
+
+
+def test_probe_of_the_reference_against_itself_is_perfect(tiny_toy_dir):
+    from solrl.models import load_policy
+
+    policy = load_policy("toy", str(tiny_toy_dir))
+    prompts = ["two red circles", "a blue square above a yellow triangle"]
+    rows = run_probe(policy, build_reward("jpeg_incompressibility"), prompts, 6, [("fp32", 3), ("fp32", 2)], full_steps=3, batch_size=12)
+    same, fewer = rows
+    assert same["spearman"] == pytest.approx(1.0) and same["selection_match"] == 1.0 and same["kendall"] == pytest.approx(1.0)
+    assert fewer["explore_steps"] == 2 and -1 <= fewer["spearman"] <= 1
