@@ -200,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("pretrain-toy", help="pretrain the toy base model by rectified flow on rendered scenes")
     p.add_argument("--out", default="runs/pretrain_toy", help="output directory (safetensors + training.json)")
-    p.add_argument("--steps", type=int, default=2000, help="optimizer steps (default 2000, ~15 min on 2 cores)")
+    p.add_argument("--steps", type=int, default=2000, help="optimizer steps (default 2000, 15-18 min on 2 cores)")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=0)

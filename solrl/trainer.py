@@ -72,12 +72,12 @@ def prompt_order(prompts: list[str], run_seed: int, epoch: int) -> list[int]:
 
 def prompts_for_iteration(prompts: list[str], run_seed: int, iteration: int, per_iter: int) -> list[str]:
     """The prompt groups of an iteration: consecutive slices of per-epoch shuffles (data position = iteration)."""
-    picked = []
-    position = iteration * per_iter
-    while len(picked) < per_iter:
+    picked, orders = [], {}
+    for position in range(iteration * per_iter, (iteration + 1) * per_iter):
         epoch, offset = divmod(position, len(prompts))
-        picked.append(prompts[prompt_order(prompts, run_seed, epoch)[offset]])
-        position += 1
+        if epoch not in orders:  # one shuffle per epoch touched, not one per prompt
+            orders[epoch] = prompt_order(prompts, run_seed, epoch)
+        picked.append(prompts[orders[epoch][offset]])
     return picked
 
 
@@ -159,9 +159,6 @@ class Trainer:
         return save_checkpoint(self.state_dict(), self.run_dir / "checkpoints", self.state.iteration, self.cfg.train.keep_checkpoints)
 
     # ---- one iteration -----------------------------------------------------------------------
-    def _velocity(self, xt, t, cond):
-        return self.policy.velocity(xt, t, cond)
-
     def _train_step(self, batch, advantages: torch.Tensor, iteration: int) -> dict:
         cfg = self.cfg.train
         gen = torch.Generator().manual_seed(_iteration_seed(self.cfg.seed, iteration, "train"))
@@ -186,7 +183,7 @@ class Trainer:
                 with torch.no_grad(), torch.autocast(device_type, torch.bfloat16, enabled=cfg.autocast_bf16):
                     v_old, v_ref = self._old_and_ref(xt, t, cond)
                 with torch.autocast(device_type, torch.bfloat16, enabled=cfg.autocast_bf16):
-                    v_theta = self._velocity(xt, t, cond)
+                    v_theta = self.policy.velocity(xt, t, cond)
                 loss, metrics = nft_loss(v_theta.float(), v_old.float(), x0, xt, t, r[idx].to(device), cfg.nft_beta,
                                          cfg.adv_clip_max, cfg.adaptive_weight,
                                          None if v_ref is None else v_ref.float(), cfg.ref_kl_coef)
@@ -209,18 +206,18 @@ class Trainer:
         """Old-adapter prediction, and the reference (adapters off) when the regulariser is on."""
         if self.cfg.train.ref_kl_coef <= 0:
             with adapter(self.model, ROLLOUT):
-                return self._velocity(xt, t, cond), None
+                return self.policy.velocity(xt, t, cond), None
         if self.cfg.train.batch_old_ref:
             from .models.lora import mixed_adapter_batch
 
             n = xt.shape[0]
             with mixed_adapter_batch(self.model, [ROLLOUT] * n + ["__base__"] * n):
-                v = self._velocity(torch.cat([xt, xt]), torch.cat([t, t]), type(cond).cat([cond, cond]))
+                v = self.policy.velocity(torch.cat([xt, xt]), torch.cat([t, t]), type(cond).cat([cond, cond]))
             return v[:n], v[n:]
         with adapter(self.model, ROLLOUT):
-            v_old = self._velocity(xt, t, cond)
+            v_old = self.policy.velocity(xt, t, cond)
         with adapter(self.model, None):
-            v_ref = self._velocity(xt, t, cond)
+            v_ref = self.policy.velocity(xt, t, cond)
         return v_old, v_ref
 
     def _refresh_old(self) -> tuple[float, float]:
