@@ -1,0 +1,91 @@
+"""Where reward-model weights come from: a local path or a Hugging Face hub id.
+
+Every loader goes through here so that a missing checkpoint always fails the same way: with the
+path or hub id that was expected and how to supply it, never with a bare hub traceback.
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+
+_DTYPES = {
+    "float32": torch.float32, "fp32": torch.float32,
+    "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+    "float16": torch.float16, "fp16": torch.float16,
+}
+
+
+def torch_dtype(dtype) -> torch.dtype:
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype not in _DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(_DTYPES)}")
+    return _DTYPES[dtype]
+
+
+def torch_device(device) -> torch.device:
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def _looks_like_path(name: str) -> bool:
+    # A hub id is exactly "owner/name"; anything else that is not on disk was meant as a path.
+    return name.startswith((os.sep, ".", "~")) or name.count("/") != 1
+
+
+def _missing(what: str, name: str, detail: str) -> FileNotFoundError:
+    return FileNotFoundError(
+        f"{what}: weights not found at {name!r} ({detail}). Pass a local directory/file, or a hub id "
+        f"reachable online or already in the Hugging Face cache (HF_HUB_OFFLINE=1 only reads the cache)."
+    )
+
+
+def local_dir(name: str, what: str) -> str:
+    """A directory for `from_pretrained`: `name` itself, or the cached/downloaded hub snapshot."""
+    name = os.path.expanduser(str(name))
+    if os.path.isdir(name):
+        return name
+    if _looks_like_path(name):
+        raise _missing(what, name, "no such directory")
+    from huggingface_hub import snapshot_download
+
+    try:
+        return snapshot_download(name)
+    except Exception as err:  # offline, unknown repo, gated: all mean "not available here"
+        raise _missing(what, name, f"hub id could not be resolved: {type(err).__name__}") from err
+
+
+def local_file(name: str, filename: str, what: str) -> str:
+    """A checkpoint file: `name` if it is a file, `name/filename` if a directory, else `filename` from hub id `name`."""
+    name = os.path.expanduser(str(name))
+    if os.path.isfile(name):
+        return name
+    if os.path.isdir(name):
+        path = os.path.join(name, filename)
+        if not os.path.isfile(path):
+            raise _missing(what, path, f"directory {name!r} has no {filename}")
+        return path
+    if _looks_like_path(name):
+        raise _missing(what, name, "no such file or directory")
+    from huggingface_hub import hf_hub_download
+
+    try:
+        return hf_hub_download(name, filename)
+    except Exception as err:
+        raise _missing(what, f"{name}/{filename}", f"hub file could not be resolved: {type(err).__name__}") from err
+
+
+def load_state_dict(path: str) -> dict[str, torch.Tensor]:
+    """Tensors of a .safetensors or torch checkpoint; unwraps {'state_dict': ...} and DDP's 'module.' prefix."""
+    if path.endswith(".safetensors"):
+        from safetensors.torch import load_file
+
+        state = load_file(path)
+    else:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
+        state = state["state_dict"]
+    return {k.removeprefix("module."): v for k, v in state.items()}
+
