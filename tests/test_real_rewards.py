@@ -143,3 +143,110 @@ def test_missing_weights_name_the_expected_location(tmp_path):
         build_reward("pickscore", model=str(missing), processor=str(missing))
     with pytest.raises(FileNotFoundError, match="openai/clip-vit-large-patch14"):
         build_reward("clipscore")  # offline in tests: the hub id cannot be resolved
+    with pytest.raises(FileNotFoundError, match="xswu/HPSv2/HPS_v2.1_compressed.pt"):
+        build_reward("hpsv2")
+    with pytest.raises(FileNotFoundError, match="has no HPS_v2.1_compressed.pt"):
+        build_reward("hpsv2", model=str(tmp_path))
+
+
+# ----------------------------------------------------------------------------- HPSv2 (open_clip layout)
+
+class _OpenClipBlock(torch.nn.Module):
+    """open_clip's ResidualAttentionBlock with its parameter names; sequence-first like open_clip 2.0."""
+
+    def __init__(self, width, heads):
+        super().__init__()
+        from collections import OrderedDict
+
+        self.ln_1, self.ln_2 = torch.nn.LayerNorm(width), torch.nn.LayerNorm(width)
+        self.attn = torch.nn.MultiheadAttention(width, heads)
+        self.mlp = torch.nn.Sequential(OrderedDict(
+            c_fc=torch.nn.Linear(width, 3 * width), gelu=torch.nn.GELU(), c_proj=torch.nn.Linear(3 * width, width)))
+
+    def forward(self, x, mask=None):
+        y = self.ln_1(x)
+        x = x + self.attn(y, y, y, need_weights=False, attn_mask=mask)[0]
+        return x + self.mlp(self.ln_2(x))
+
+
+class _Tower(torch.nn.Module):
+    def __init__(self, width, heads, layers):
+        super().__init__()
+        self.resblocks = torch.nn.ModuleList(_OpenClipBlock(width, heads) for _ in range(layers))
+
+
+class _TinyOpenClip(torch.nn.Module):
+    """An open_clip CLIP in miniature: same state-dict keys, same forward, written from its source."""
+
+    def __init__(self, vocab, ctx=24, text_width=32, vision_width=40, patch=6, grid=5, embed=16):
+        super().__init__()
+        rand = lambda *s: torch.nn.Parameter(0.2 * torch.randn(*s))
+        self.visual = torch.nn.Module()
+        self.visual.conv1 = torch.nn.Conv2d(3, vision_width, patch, patch, bias=False)
+        self.visual.class_embedding, self.visual.positional_embedding = rand(vision_width), rand(grid * grid + 1, vision_width)
+        self.visual.ln_pre, self.visual.ln_post = torch.nn.LayerNorm(vision_width), torch.nn.LayerNorm(vision_width)
+        self.visual.transformer, self.visual.proj = _Tower(vision_width, 2, 2), rand(vision_width, embed)
+        self.token_embedding, self.positional_embedding = torch.nn.Embedding(vocab, text_width), rand(ctx, text_width)
+        self.transformer, self.ln_final = _Tower(text_width, 2, 3), torch.nn.LayerNorm(text_width)
+        self.text_projection, self.logit_scale = rand(text_width, embed), torch.nn.Parameter(torch.tensor(2.0))
+        self.register_buffer("attn_mask", torch.full((ctx, ctx), float("-inf")).triu(1), persistent=True)
+
+    def encode_image(self, x):
+        v = self.visual
+        x = v.conv1(x).flatten(2).transpose(1, 2)
+        x = torch.cat([v.class_embedding.expand(x.shape[0], 1, -1), x], 1) + v.positional_embedding
+        x = v.ln_pre(x).transpose(0, 1)
+        for block in v.transformer.resblocks:
+            x = block(x)
+        return v.ln_post(x[0]) @ v.proj
+
+    def encode_text(self, ids):  # ids padded with 0 to the full context, EOT = the largest id
+        x = (self.token_embedding(ids) + self.positional_embedding).transpose(0, 1)
+        for block in self.transformer.resblocks:
+            x = block(x, self.attn_mask)
+        x = self.ln_final(x.transpose(0, 1))
+        return x[torch.arange(len(ids)), ids.argmax(-1)] @ self.text_projection
+
+
+def _pad_to_square(image_uint8, size):
+    """HPSv2's ResizeMaxSize by hand: PIL bicubic on the long side, black borders split evenly."""
+    h, w = image_uint8.shape[:2]
+    new_h, new_w = round(h * size / max(h, w)), round(w * size / max(h, w))
+    small = np.array(Image.fromarray(image_uint8).resize((new_w, new_h), Image.BICUBIC))
+    top, left = (size - new_h) // 2, (size - new_w) // 2
+    padded = np.pad(small, ((top, size - new_h - top), (left, size - new_w - left), (0, 0)))
+    return _normalise(padded)
+
+
+def test_hpsv2_open_clip_checkpoint_matches_open_clip_forward(tiny_clip, tmp_path):
+    clip_dir, _, tokenizer = tiny_clip
+    torch.manual_seed(2)
+    ref = _TinyOpenClip(len(tokenizer)).eval()
+    torch.save({"state_dict": {f"module.{k}": v for k, v in ref.state_dict().items()}}, tmp_path / "HPS_v2.1_compressed.pt")
+    reward = build_reward("hpsv2", model=str(tmp_path), tokenizer=str(clip_dir), device="cpu",
+                          batch_size=2, vision_heads=2, text_heads=2)
+    images = _images(h=36, w=22, seed=3)
+    ids = torch.zeros(3, 24, dtype=torch.long)  # open_clip pads with 0 to the context length
+    for row, seq in zip(ids, tokenizer(PROMPTS)["input_ids"]):
+        row[:len(seq)] = torch.tensor(seq)
+    with torch.no_grad():
+        img = ref.encode_image(torch.stack([_pad_to_square(im, 30) for im in images]))
+        txt = ref.encode_text(ids)
+    torch.testing.assert_close(reward(images, PROMPTS).scores, _cos(img, txt), atol=1e-5, rtol=1e-5)
+
+
+def test_hpsv2_accepts_a_transformers_clip_directory(tiny_clip):
+    clip_dir, model, tokenizer = tiny_clip
+    reward = build_reward("hpsv2", model=str(clip_dir), device="cpu")
+    images = _images(h=20, w=44, seed=4)  # landscape and smaller than the model: upscaled, padded
+    tokens = tokenizer(PROMPTS, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        img = model.get_image_features(pixel_values=torch.stack([_pad_to_square(im, 30) for im in images])).pooler_output
+        txt = model.get_text_features(**tokens).pooler_output
+    torch.testing.assert_close(reward(images, PROMPTS).scores, _cos(img, txt), atol=1e-5, rtol=1e-5)
+
+
+def test_hpsv2_rejects_a_foreign_state_dict(tmp_path):
+    torch.save({"state_dict": {"encoder.weight": torch.zeros(2, 2)}}, tmp_path / "HPS_v2.1_compressed.pt")
+    with pytest.raises(KeyError, match="not understood"):
+        build_reward("hpsv2", model=str(tmp_path / "HPS_v2.1_compressed.pt"), device="cpu")
