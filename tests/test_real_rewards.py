@@ -250,3 +250,113 @@ def test_hpsv2_rejects_a_foreign_state_dict(tmp_path):
     torch.save({"state_dict": {"encoder.weight": torch.zeros(2, 2)}}, tmp_path / "HPS_v2.1_compressed.pt")
     with pytest.raises(KeyError, match="not understood"):
         build_reward("hpsv2", model=str(tmp_path / "HPS_v2.1_compressed.pt"), device="cpu")
+
+
+# ----------------------------------------------------------------------------- VLM OCR over HTTP
+
+class _FakeVlm:
+    """A chat-completions server on 127.0.0.1 that reads each PNG's colour and answers a fixed text.
+
+    `script` lists what to do per request before answering normally: "500" or "sleep".
+    """
+
+    def __init__(self, answers: dict, script=(), sleep=1.0):
+        import http.server
+        import threading
+
+        self.answers, self.script, self.sleep, self.requests = answers, list(script), sleep, []
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                import base64
+                import io
+                import json
+                import time
+
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append((self.path, self.headers.get("Authorization"), body))
+                action = fake.script.pop(0) if fake.script else "ok"
+                if action == "sleep":
+                    time.sleep(fake.sleep)
+                if action == "500":
+                    self.send_response(500)
+                    self.end_headers()
+                    return
+                url = body["messages"][0]["content"][1]["image_url"]["url"]
+                assert url.startswith("data:image/png;base64,")
+                pixel = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).getpixel((0, 0))
+                reply = {"choices": [{"message": {"role": "assistant", "content": fake.answers[pixel]}}]}
+                data = json.dumps(reply).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client timed out and hung up: expected in the timeout test
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _flat_images(colours, size=32):
+    return np.stack([np.full((size, size, 3), c, dtype=np.uint8) for c in colours])
+
+
+def test_vlm_ocr_scores_the_transcription_with_the_ocr_formula():
+    from solrl.rewards.ocr import ocr_score
+
+    answers = {(255, 255, 255): "OPEN 24H", (0, 0, 0): '"hallo"', (9, 9, 9): "NONE"}
+    server = _FakeVlm(answers)
+    try:
+        reward = build_reward("vlm_ocr", base_url=server.base_url, model="tiny-vlm", api_key="k", workers=2)
+        prompts = ['a sign "Open 24h"', 'a card that says "hello"', 'a mug with "cafe"']
+        scores = reward(_flat_images([255, 0, 9]), prompts).scores
+    finally:
+        server.close()
+    assert scores.tolist() == pytest.approx([ocr_score("OPEN 24H", "Open 24h"), ocr_score("hallo", "hello"), 0.0])
+    assert scores[1] == pytest.approx(0.8)  # the quotes around "hallo" were dropped before scoring
+    path, auth, body = server.requests[0]
+    assert path == "/v1/chat/completions" and auth == "Bearer k" and body["model"] == "tiny-vlm"
+
+
+def test_vlm_ocr_retries_after_a_server_error():
+    server = _FakeVlm({(255, 255, 255): "hello"}, script=["500"])
+    try:
+        reward = build_reward("vlm_ocr", base_url=server.base_url, model="m", retries=3, backoff=0.01)
+        scores = reward(_flat_images([255]), ['"hello"']).scores
+    finally:
+        server.close()
+    assert scores.tolist() == [1.0] and len(server.requests) == 2
+
+
+def test_vlm_ocr_timeout_gives_a_clear_error():
+    from solrl.rewards.chat_client import ChatError
+
+    server = _FakeVlm({(255, 255, 255): "hello"}, script=["sleep", "sleep"], sleep=1.0)
+    try:
+        reward = build_reward("vlm_ocr", base_url=server.base_url, model="m", timeout=0.2, retries=2, backoff=0.01)
+        with pytest.raises(ChatError, match="failed after 2 attempts.*timed out"):
+            reward(_flat_images([255]), ['"hello"'])
+    finally:
+        server.close()
+    assert len(server.requests) == 2
+
+
+def test_vlm_ocr_needs_an_endpoint(monkeypatch):
+    for var in ("SOLRL_VLM_BASE_URL", "OPENAI_BASE_URL", "SOLRL_VLM_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(ValueError, match="base_url and model"):
+        build_reward("vlm_ocr")
