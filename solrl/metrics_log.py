@@ -5,18 +5,26 @@ import json
 import math
 from pathlib import Path
 
+STREAMS = ("train", "eval", "selection")  # the JSONL files a training run writes
+
 
 class MetricsLogger:
-    def __init__(self, run_dir: Path, tensorboard: bool = True, wandb_project: str | None = None, config: dict | None = None):
+    def __init__(self, run_dir: Path, tensorboard: bool = True, wandb_project: str | None = None, config: dict | None = None,
+                 resume_step: int | None = None):
+        """`resume_step`: the iteration a run continues from; records logged after it by a process that
+        died before its next checkpoint are dropped, so each step appears once. None = a fresh run."""
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        for stream in STREAMS:  # only our own files: out_dir may hold a user's prompts.jsonl
+            if (self.run_dir / f"{stream}.jsonl").exists():
+                truncate_after(self.run_dir / f"{stream}.jsonl", -1 if resume_step is None else resume_step)
         self.files = {}
         self.tb = None
         if tensorboard:
             try:
                 from torch.utils.tensorboard import SummaryWriter
 
-                self.tb = SummaryWriter(str(self.run_dir / "tb"))
+                self.tb = SummaryWriter(str(self.run_dir / "tb"), purge_step=None if resume_step is None else resume_step + 1)
             except ImportError:  # tensorboard is a pinned dependency; tolerate its absence in slim installs
                 self.tb = None
         self.wandb = None
@@ -28,6 +36,8 @@ class MetricsLogger:
     def log(self, stream: str, step: int, record: dict) -> None:
         """Append `record` to <stream>.jsonl; numeric fields also go to TensorBoard as stream/key."""
         record = {"step": step, **record}
+        if stream not in STREAMS:
+            raise ValueError(f"unknown metrics stream {stream!r}; add it to STREAMS so resumes truncate it too")
         if stream not in self.files:
             self.files[stream] = open(self.run_dir / f"{stream}.jsonl", "a")
         self.files[stream].write(json.dumps(record) + "\n")
@@ -54,3 +64,24 @@ def read_jsonl(path: Path) -> list[dict]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def truncate_after(path: Path, step: int) -> int:
+    """Keep the records of a JSONL stream with `step` <= step (a torn last line goes too); returns how many went."""
+    path = Path(path)
+    kept, dropped = [], 0
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:  # the line a killed process was writing
+            dropped += 1
+            continue
+        if isinstance(record, dict) and record.get("step", -1) <= step:
+            kept.append(line)
+        else:
+            dropped += 1
+    if dropped:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(line + "\n" for line in kept))
+        tmp.replace(path)
+    return dropped
