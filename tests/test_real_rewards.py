@@ -360,3 +360,101 @@ def test_vlm_ocr_needs_an_endpoint(monkeypatch):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(ValueError, match="base_url and model"):
         build_reward("vlm_ocr")
+
+
+# ----------------------------------------------------------------------------- ImageReward (BLIP layout)
+
+class _TimmBlock(torch.nn.Module):
+    """BLIP's ViT block (timm names): pre-norm, fused qkv, eps 1e-6."""
+
+    def __init__(self, width, heads):
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = torch.nn.LayerNorm(width, eps=1e-6), torch.nn.LayerNorm(width, eps=1e-6)
+        self.attn = torch.nn.Module()
+        self.attn.qkv, self.attn.proj = torch.nn.Linear(width, 3 * width), torch.nn.Linear(width, width)
+        self.mlp = torch.nn.Module()
+        self.mlp.fc1, self.mlp.fc2 = torch.nn.Linear(width, 2 * width), torch.nn.Linear(2 * width, width)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q, k, v = self.attn.qkv(self.norm1(x)).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        att = ((q @ k.transpose(-2, -1)) * (c // self.heads) ** -0.5).softmax(-1)
+        x = x + self.attn.proj((att @ v).transpose(1, 2).reshape(b, n, c))
+        return x + self.mlp.fc2(torch.nn.functional.gelu(self.mlp.fc1(self.norm2(x))))
+
+
+class _TinyBlipVit(torch.nn.Module):
+    def __init__(self, width=24, patch=8, grid=4, layers=2, heads=2):
+        super().__init__()
+        self.patch_embed = torch.nn.Module()
+        self.patch_embed.proj = torch.nn.Conv2d(3, width, patch, patch)
+        self.cls_token = torch.nn.Parameter(0.2 * torch.randn(1, 1, width))
+        self.pos_embed = torch.nn.Parameter(0.2 * torch.randn(1, grid * grid + 1, width))
+        self.blocks = torch.nn.ModuleList(_TimmBlock(width, heads) for _ in range(layers))
+        self.norm = torch.nn.LayerNorm(width, eps=1e-6)
+
+    def forward(self, x):
+        x = self.patch_embed.proj(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls_token.expand(len(x), -1, -1), x], 1) + self.pos_embed
+        for block in self.blocks:
+            x = block(x)
+        return self.norm(x)
+
+
+def _bert_tokenizer(path):
+    from transformers import BertTokenizer
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted({w for p in PROMPTS for w in p.lower().split()})
+    tokenizer = BertTokenizer(vocab={w: i for i, w in enumerate(words)})
+    tokenizer.save_pretrained(str(path))
+    return tokenizer
+
+
+def _torchvision_crop(image_uint8, size):
+    """ImageReward's Resize(size, BICUBIC) + CenterCrop(size) with torchvision's rounding."""
+    h, w = image_uint8.shape[:2]
+    new_h, new_w = (size, int(size * w / h)) if h <= w else (int(size * h / w), size)
+    arr = np.array(Image.fromarray(image_uint8).resize((new_w, new_h), Image.BICUBIC))
+    top, left = round((new_h - size) / 2), round((new_w - size) / 2)
+    return _normalise(arr[top:top + size, left:left + size])
+
+
+def test_imagereward_matches_blip_forward_and_standardisation(tmp_path):
+    from transformers import BlipTextConfig, BlipTextModel
+
+    from solrl.rewards.imagereward import IR_MEAN, IR_STD
+
+    torch.manual_seed(3)
+    tokenizer = _bert_tokenizer(tmp_path / "bert")
+    vit = _TinyBlipVit().eval()
+    text = BlipTextModel(BlipTextConfig(vocab_size=len(tokenizer), hidden_size=16, encoder_hidden_size=24,
+                                        intermediate_size=20, num_hidden_layers=2, num_attention_heads=4,
+                                        max_position_embeddings=40, is_decoder=True), add_pooling_layer=False).eval()
+    sizes = [16, 10, 8, 6, 4, 1]
+    linears = [torch.nn.Linear(a, b) for a, b in itertools.pairwise(sizes)]
+    state = {f"blip.visual_encoder.{k}": v for k, v in vit.state_dict().items()}
+    state.update({f"blip.text_encoder.{k}": v for k, v in text.state_dict().items()})
+    state["blip.text_encoder.embeddings.position_ids"] = torch.arange(40)[None]  # BLIP saves this buffer
+    state["blip.text_proj.weight"] = torch.zeros(4, 16)  # unused by the score: ignored
+    state.update({f"mlp.layers.{i}.{k}": v for i, lin in zip((0, 2, 4, 6, 7), linears) for k, v in lin.state_dict().items()})
+    torch.save(state, tmp_path / "ImageReward.pt")
+
+    reward = build_reward("imagereward", model=str(tmp_path), tokenizer=str(tmp_path / "bert"), device="cpu",
+                          batch_size=2, vision_heads=2, text_heads=4)
+    images = _images(h=42, w=38, seed=5)  # resized 35x32: a margin of 3 rounds up (torchvision), not down
+    tokens = tokenizer(PROMPTS, padding="max_length", max_length=35, return_tensors="pt")
+    with torch.no_grad():
+        image_embeds = vit(torch.stack([_torchvision_crop(im, 32) for im in images]))
+        cls = text(**tokens, encoder_hidden_states=image_embeds, is_decoder=False).last_hidden_state[:, 0]
+        for lin in linears:
+            cls = lin(cls)
+    expected = (cls.squeeze(-1) - IR_MEAN) / IR_STD
+    torch.testing.assert_close(reward(images, PROMPTS).scores, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_imagereward_missing_checkpoint_names_the_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="THUDM/ImageReward/ImageReward.pt"):
+        build_reward("imagereward")
+    with pytest.raises(FileNotFoundError, match="has no ImageReward.pt"):
+        build_reward("imagereward", model=str(tmp_path))

@@ -12,6 +12,9 @@ from PIL import Image
 from ..images import to_uint8_nhwc
 from .weights import local_dir, torch_device, torch_dtype
 
+OPENAI_MEAN = (0.48145466, 0.4578275, 0.40821073)  # CLIP's pixel statistics, reused by HPSv2 and BLIP
+OPENAI_STD = (0.26862954, 0.26130258, 0.27577711)
+
 
 def cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Row-wise cosine similarity, in float32 whatever the model dtype."""

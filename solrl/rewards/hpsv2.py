@@ -15,13 +15,11 @@ from PIL import Image
 from ..images import to_uint8_nhwc
 from .base import REWARDS, Reward, RewardResult
 from .batching import batched
-from .clip_features import cosine
+from .clip_features import OPENAI_MEAN, OPENAI_STD, cosine
 from .clip_similarity import LAION_H14
 from .weights import load_state_dict, local_dir, local_file, torch_device, torch_dtype
 
 HPS_REPO, HPS_FILE = "xswu/HPSv2", "HPS_v2.1_compressed.pt"
-OPENAI_MEAN = (0.48145466, 0.4578275, 0.40821073)
-OPENAI_STD = (0.26862954, 0.26130258, 0.27577711)
 
 
 def resize_longest_and_pad(image_uint8: np.ndarray, size: int) -> np.ndarray:
