@@ -458,3 +458,12 @@ def test_imagereward_missing_checkpoint_names_the_file(tmp_path):
         build_reward("imagereward")
     with pytest.raises(FileNotFoundError, match="has no ImageReward.pt"):
         build_reward("imagereward", model=str(tmp_path))
+
+
+
+def test_missing_processor_or_tokenizer_names_the_hub_id(tiny_clip):
+    clip_dir, _, _ = tiny_clip
+    with pytest.raises(FileNotFoundError, match="nobody/no-such-processor"):
+        build_reward("clipscore", model=str(clip_dir), processor="nobody/no-such-processor", device="cpu")
+    with pytest.raises(FileNotFoundError, match="nobody/no-such-tokenizer"):
+        build_reward("hpsv2", model=str(clip_dir), tokenizer="nobody/no-such-tokenizer", device="cpu")

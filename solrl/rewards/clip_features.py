@@ -10,7 +10,7 @@ import torch
 from PIL import Image
 
 from ..images import to_uint8_nhwc
-from .weights import local_dir, torch_device, torch_dtype
+from .weights import from_pretrained, torch_device, torch_dtype
 
 OPENAI_MEAN = (0.48145466, 0.4578275, 0.40821073)  # CLIP's pixel statistics, reused by HPSv2 and BLIP
 OPENAI_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -34,9 +34,9 @@ class ClipEncoder:
         from transformers import CLIPImageProcessorPil, CLIPModel
 
         self.device, self.dtype = torch_device(device), torch_dtype(dtype)
-        self.model = CLIPModel.from_pretrained(local_dir(model, what), dtype=self.dtype).to(self.device).eval()
-        self._processor_dir = local_dir(processor or model, f"{what} processor")
-        self.image_processor = CLIPImageProcessorPil.from_pretrained(self._processor_dir)
+        self.model = from_pretrained(CLIPModel.from_pretrained, model, what, dtype=self.dtype).to(self.device).eval()
+        self._processor = processor or model
+        self.image_processor = from_pretrained(CLIPImageProcessorPil.from_pretrained, self._processor, f"{what} processor")
         self._tokenizer = None
 
     @property
@@ -44,7 +44,7 @@ class ClipEncoder:
         if self._tokenizer is None:  # image-only rewards never load it
             from transformers import AutoTokenizer
 
-            self._tokenizer = AutoTokenizer.from_pretrained(self._processor_dir)
+            self._tokenizer = from_pretrained(AutoTokenizer.from_pretrained, self._processor, "CLIP tokenizer")
         return self._tokenizer
 
     @property

@@ -17,7 +17,13 @@ from .base import REWARDS, Reward, RewardResult
 from .batching import batched
 from .clip_features import OPENAI_MEAN, OPENAI_STD, cosine
 from .clip_similarity import LAION_H14
-from .weights import load_state_dict, local_dir, local_file, torch_device, torch_dtype
+from .weights import (
+    from_pretrained,
+    load_state_dict,
+    local_file,
+    torch_device,
+    torch_dtype,
+)
 
 HPS_REPO, HPS_FILE = "xswu/HPSv2", "HPS_v2.1_compressed.pt"
 
@@ -67,7 +73,7 @@ class HPSv2(Reward):
 
             state = load_state_dict(local_file(model, HPS_FILE, "reward hpsv2 (HPSv2.1 open_clip checkpoint)"))
             self.model = clip_from_openclip(state, vision_heads, text_heads, self.device, self.dtype)
-        self.tokenizer = AutoTokenizer.from_pretrained(local_dir(tokenizer or LAION_H14, "reward hpsv2 tokenizer"))
+        self.tokenizer = from_pretrained(AutoTokenizer.from_pretrained, tokenizer or LAION_H14, "reward hpsv2 tokenizer")
 
     @torch.no_grad()
     def _score_chunk(self, images, prompts):

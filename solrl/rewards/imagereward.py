@@ -13,7 +13,13 @@ from .base import REWARDS, Reward, RewardResult
 from .batching import batched
 from .clip_features import OPENAI_MEAN, OPENAI_STD
 from .linear_head import linear_head_from_state
-from .weights import load_state_dict, local_dir, local_file, torch_device, torch_dtype
+from .weights import (
+    from_pretrained,
+    load_state_dict,
+    local_file,
+    torch_device,
+    torch_dtype,
+)
 
 IR_REPO, IR_FILE = "THUDM/ImageReward", "ImageReward.pt"
 IR_MEAN, IR_STD = 0.16717362830052426, 1.0333394966054072  # ImageReward.py's reward standardisation
@@ -57,7 +63,7 @@ class ImageReward(Reward):
         self.vision, self.text = blip_towers(vit, bert, vision_heads, text_heads, self.device, self.dtype)
         self.head = linear_head_from_state(state, prefix="mlp.layers.").to(self.device)
         # The BLIP tokenizer adds [DEC]/[ENC] to bert-base-uncased; scoring uses neither, so plain BERT ids match.
-        self.tokenizer = AutoTokenizer.from_pretrained(local_dir(tokenizer, "reward imagereward tokenizer"))
+        self.tokenizer = from_pretrained(AutoTokenizer.from_pretrained, tokenizer, "reward imagereward tokenizer")
 
     @torch.no_grad()
     def _score_chunk(self, images, prompts):

@@ -42,19 +42,19 @@ def _missing(what: str, name: str, detail: str) -> FileNotFoundError:
     )
 
 
-def local_dir(name: str, what: str) -> str:
-    """A directory for `from_pretrained`: `name` itself, or the cached/downloaded hub snapshot."""
-    name = os.path.expanduser(str(name))
-    if os.path.isdir(name):
-        return name
-    if _looks_like_path(name):
-        raise _missing(what, name, "no such directory")
-    from huggingface_hub import snapshot_download
+def from_pretrained(load, name: str, what: str, **kwargs):
+    """`load(name, **kwargs)` (a transformers `from_pretrained`) for a local directory or hub id.
 
+    transformers itself fetches only the files it needs from the hub; a miss surfaces as OSError,
+    which becomes the common "weights not found" error.
+    """
+    name = os.path.expanduser(str(name))
+    if not os.path.isdir(name) and _looks_like_path(name):
+        raise _missing(what, name, "no such directory")
     try:
-        return snapshot_download(name)
-    except Exception as err:  # offline, unknown repo, gated: all mean "not available here"
-        raise _missing(what, name, f"hub id could not be resolved: {type(err).__name__}") from err
+        return load(name, **kwargs)
+    except OSError as err:
+        raise _missing(what, name, f"{type(err).__name__}: {str(err)[:200]}") from err
 
 
 def local_file(name: str, filename: str, what: str) -> str:
