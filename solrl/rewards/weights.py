@@ -37,7 +37,7 @@ def _looks_like_path(name: str) -> bool:
 
 def _missing(what: str, name: str, detail: str) -> FileNotFoundError:
     return FileNotFoundError(
-        f"{what}: weights not found at {name!r} ({detail}). Pass a local directory/file, or a hub id "
+        f"{what}: not found at {name!r} ({detail}). Pass a local directory/file, or a hub id "
         f"reachable online or already in the Hugging Face cache (HF_HUB_OFFLINE=1 only reads the cache)."
     )
 
@@ -46,7 +46,7 @@ def from_pretrained(load, name: str, what: str, **kwargs):
     """`load(name, **kwargs)` (a transformers `from_pretrained`) for a local directory or hub id.
 
     transformers itself fetches only the files it needs from the hub; a miss surfaces as OSError,
-    which becomes the common "weights not found" error.
+    which becomes the common "not found at <path or id>" error.
     """
     name = os.path.expanduser(str(name))
     if not os.path.isdir(name) and _looks_like_path(name):
