@@ -24,6 +24,14 @@ class ModelConfig:
     name: str = "toy"                # model family: see solrl.models.MODELS
     path: str | None = None          # checkpoint directory or hub id; None = the shipped toy base model
     shift: float | None = None       # timestep-schedule shift; None = the model's own default
+    # diffusers families (sana, flux, sd3, qwen_image); the toy model runs in float32 on the CPU
+    dtype: str = "float32"           # weight dtype: float32 | bfloat16 | float16
+    device: str = "cpu"              # cpu | cuda | cuda:N
+    resolution: int | None = None    # image side in pixels; None = the model's native size
+    gradient_checkpointing: bool = False  # recompute transformer activations in the backward pass
+    offload: bool = False            # text encoders and VAE stay on the CPU, visiting `device` only while used
+    vae_tiling: bool = False         # decode in tiles (large images on small GPUs)
+    options: dict[str, typing.Any] = field(default_factory=dict)  # family extras: max_sequence_length, embedded_guidance
 
 
 @dataclass

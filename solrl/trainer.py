@@ -24,7 +24,7 @@ from .config import Config, ConfigError, to_dict
 from .data import load_prompts
 from .evaluate import evaluate
 from .metrics_log import MetricsLogger
-from .models import load_policy
+from .models import load_policy, policy_options
 from .models.lora import (ROLLOUT, TRAINED, adapter, adapter_params, adapter_state, add_policy_adapters, ema_update,
                           load_adapter_state, lora_config)
 from .rewards import build_reward
@@ -97,7 +97,7 @@ class Trainer:
         self.run_dir = Path(cfg.out_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         torch.manual_seed(cfg.seed)
-        self.policy = load_policy(cfg.model.name, cfg.model.path, cfg.model.shift)
+        self.policy = load_policy(cfg.model.name, cfg.model.path, cfg.model.shift, **policy_options(cfg.model))
         self.model = self.policy.transformer
         self.lora_config = lora_config(cfg.lora.rank, cfg.lora.alpha, cfg.lora.init, cfg.lora.target_modules, cfg.lora.dropout)
         add_policy_adapters(self.model, self.lora_config)

@@ -1,21 +1,48 @@
 """Model registry: name -> loader returning a Policy."""
 from __future__ import annotations
 
+import dataclasses
+
 from ..registry import Registry
 from .base import Policy, PromptEmbeds
 
 MODELS = Registry("model")
 
+# ModelConfig fields other than name/path/shift, with the values that mean "nothing special"
+_PLAIN_OPTIONS = {"dtype": "float32", "device": "cpu", "resolution": None, "gradient_checkpointing": False,
+                  "offload": False, "vae_tiling": False, "options": {}}
+
 
 @MODELS.register("toy")
-def _load_toy(path=None, shift=None):
+def _load_toy(path=None, shift=None, **options):
     from .toy import ToyPolicy
 
+    unsupported = [k for k, v in options.items() if k not in _PLAIN_OPTIONS or v != _PLAIN_OPTIONS[k]]
+    if unsupported:
+        raise ValueError(f"the toy model runs in float32 on the CPU; model.{unsupported[0]} is not supported for it")
     return ToyPolicy.from_pretrained(path, shift=shift)
 
 
-def load_policy(name: str, path=None, shift=None) -> Policy:
-    return MODELS.get_or_raise(name)(path=path, shift=shift)
+def _diffusers_loader(family: str):
+    def load(path=None, shift=None, **options):
+        from .diffusers_families import FAMILIES
+
+        return FAMILIES[family].from_pretrained(path, shift=shift, **options)
+
+    return load
 
 
-__all__ = ["MODELS", "Policy", "PromptEmbeds", "load_policy"]
+for _family in ("sana", "flux", "sd3", "qwen_image"):
+    MODELS.register(_family)(_diffusers_loader(_family))
+
+
+def policy_options(model_cfg) -> dict:
+    """The loader keyword arguments of a ModelConfig beyond name, path and shift."""
+    return {k: v for k, v in dataclasses.asdict(model_cfg).items() if k not in ("name", "path", "shift")}
+
+
+def load_policy(name: str, path=None, shift=None, **options) -> Policy:
+    return MODELS.get_or_raise(name)(path=path, shift=shift, **options)
+
+
+__all__ = ["MODELS", "Policy", "PromptEmbeds", "load_policy", "policy_options"]

@@ -5,6 +5,7 @@ each update (no rebuild); `velocity` has the policy's signature, so the samplers
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import time
 
@@ -35,6 +36,11 @@ class ExploreEngine:
         source = policy.transformer
         device = next(source.parameters()).device
         self.recipe = recipe if isinstance(recipe, Recipe) else get_recipe(recipe, device)
+        family_skips = getattr(policy, "quant_skip_patterns", None)
+        if family_skips is not None:
+            # the policy knows its architecture: its list replaces the recipe's generic one (whose
+            # unanchored "proj_out" would, e.g., also keep FLUX's per-block projections unquantized)
+            self.recipe = dataclasses.replace(self.recipe, skip_patterns=tuple(family_skips))
         self.adapter = adapter
         self.kernel = select_kernel(self.recipe, device)
         self.report = QuantReport(self.kernel)
@@ -46,25 +52,26 @@ class ExploreEngine:
             if isinstance(module, LoraLayer):
                 base = module.get_base_layer()
                 weight = _merged_weight(source_modules[name], adapter)
-                replacement = self._layer_for(name, weight, base.bias)
+                replacement = self._layer_for(name, weight, base.bias, base.weight.dtype)
                 _set_module(model, name, replacement)
                 self._lora_names.append(name)
         for name, module in list(model.named_modules()):
             if type(module) is torch.nn.Linear:
-                _set_module(model, name, self._layer_for(name, module.weight, module.bias))
+                _set_module(model, name, self._layer_for(name, module.weight, module.bias, module.weight.dtype))
         self.model = model
         self.build_seconds = time.perf_counter() - start
         self._view = copy.copy(policy)
         self._view.transformer = model
         log.info("explore engine %s: %s", self.recipe.name, self.report.summary())
 
-    def _layer_for(self, name: str, weight: torch.Tensor, bias) -> torch.nn.Module:
+    def _layer_for(self, name: str, weight: torch.Tensor, bias, dtype: torch.dtype) -> torch.nn.Module:
         out_f, in_f = weight.shape
         if should_quantize(name, in_f, out_f, self.recipe):
             self.report.quantized.append(name)
             return QuantLinear.from_weight(weight, bias, self.recipe, self.kernel)
         self.report.skipped.append(name)
-        linear = torch.nn.Linear(in_f, out_f, bias=bias is not None, device=weight.device)
+        # a layer kept in full precision keeps the model's dtype (a bf16 model feeds it bf16 inputs)
+        linear = torch.nn.Linear(in_f, out_f, bias=bias is not None, device=weight.device, dtype=dtype)
         with torch.no_grad():
             linear.weight.copy_(weight)
             if bias is not None:

@@ -1,0 +1,166 @@
+"""The four diffusers families: what differs between SD3.5, FLUX.1, SANA and Qwen-Image.
+
+Per family: how the pipeline's `encode_prompt` output maps onto PromptEmbeds, how the transformer
+wants its input (timestep scale, token packing, extra ids), how sample space maps back to the VAE,
+which layers LoRA adapts, and which layers the explore engine keeps in full precision.
+
+Explore-engine skip rules, for every family: patch/text/time embedders and the final norm and
+projection (the first and last layers see the raw signal; Sol-RL keeps them in high precision),
+and the AdaLN modulation linears, which act on one vector per sample (M = batch size), so
+quantizing them would buy no speed while their error scales whole residual streams. The patterns
+are anchored: FLUX's single blocks each have a large `proj_out` that *is* quantized.
+"""
+from __future__ import annotations
+
+import inspect
+
+import torch
+
+from .base import PromptEmbeds
+from .diffusers_t2i import DiffusersPolicy, pack_2x2, unpack_2x2
+
+JOINT_ATTENTION = ("to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out")
+
+
+def _call_default(pipe, name: str):
+    """A default argument of the pipeline's __call__ (e.g. FLUX's guidance 3.5, SANA's instruction)."""
+    return inspect.signature(type(pipe).__call__).parameters[name].default
+
+
+class SD3Policy(DiffusersPolicy):
+    family = "sd3"
+    pipeline_class = "StableDiffusion3Pipeline"
+    default_hub_id = "stabilityai/stable-diffusion-3.5-medium"
+    text_components = ("text_encoder", "text_encoder_2", "text_encoder_3")
+    lora_target_modules = JOINT_ATTENTION
+    quant_skip_patterns = (r"^pos_embed\.", r"^time_text_embed\.", r"^context_embedder$", r"^norm_out\.",
+                           r"^proj_out$", r"\.norm1(_context)?\.linear$")
+    default_max_sequence_length = 256
+    max_shift_default = 1.16
+
+    def _encode_one(self, prompt):
+        states, _, pooled, _ = self.pipe.encode_prompt(prompt, None, None, device=self.device, do_classifier_free_guidance=False,
+                                                        max_sequence_length=self.max_sequence_length)
+        return PromptEmbeds(states, pooled)
+
+    def _forward(self, x, t, cond):
+        return self.transformer(hidden_states=x, timestep=t * 1000, encoder_hidden_states=cond.states,
+                                pooled_projections=cond.pooled, return_dict=False)[0]
+
+    def _decode_latents(self, x):
+        vae = self.pipe.vae
+        return vae.decode(x / vae.config.scaling_factor + vae.config.shift_factor, return_dict=False)[0]
+
+
+class FluxPolicy(DiffusersPolicy):
+    """FLUX.1: T5 states + CLIP pooled vector, 2x2-packed tokens, and (dev) an embedded guidance value,
+    which is an input of the distilled model, not classifier-free guidance (rollouts stay CFG-free)."""
+
+    family = "flux"
+    pipeline_class = "FluxPipeline"
+    default_hub_id = "black-forest-labs/FLUX.1-dev"
+    text_components = ("text_encoder", "text_encoder_2")
+    lora_target_modules = JOINT_ATTENTION
+    quant_skip_patterns = (r"^x_embedder$", r"^context_embedder$", r"^time_text_embed\.", r"^norm_out\.", r"^proj_out$",
+                           r"\.norm1(_context)?\.linear$", r"^single_transformer_blocks\.\d+\.norm\.linear$")
+    default_max_sequence_length = 512
+    packed = True
+    extra_options = ("embedded_guidance",)
+
+    def __init__(self, pipe, **kwargs):
+        super().__init__(pipe, **kwargs)
+        self.embedded_guidance = float(self.options.get("embedded_guidance", _call_default(pipe, "guidance_scale")))
+
+    def _encode_one(self, prompt):
+        states, pooled, _ = self.pipe.encode_prompt(prompt, None, device=self.device, max_sequence_length=self.max_sequence_length)
+        return PromptEmbeds(states, pooled)
+
+    def _forward(self, x, t, cond):
+        b, c, h, w = x.shape
+        img_ids = self.pipe._prepare_latent_image_ids(b, h // 2, w // 2, x.device, x.dtype)
+        txt_ids = torch.zeros(cond.states.shape[1], 3, device=x.device, dtype=x.dtype)
+        guidance = None
+        if self.transformer.config.guidance_embeds:
+            guidance = torch.full((b,), self.embedded_guidance, device=x.device, dtype=torch.float32)
+        out = self.transformer(hidden_states=pack_2x2(x), timestep=t.to(x.dtype), guidance=guidance,
+                               pooled_projections=cond.pooled, encoder_hidden_states=cond.states,
+                               txt_ids=txt_ids, img_ids=img_ids, return_dict=False)[0]
+        return unpack_2x2(out, c, h, w)
+
+    def _decode_latents(self, x):
+        vae = self.pipe.vae
+        return vae.decode(x / vae.config.scaling_factor + vae.config.shift_factor, return_dict=False)[0]
+
+
+class SanaPolicy(DiffusersPolicy):
+    """SANA: Gemma-2 states behind the pipeline's complex human instruction, masked padding, DC-AE latents."""
+
+    family = "sana"
+    pipeline_class = "SanaPipeline"
+    default_hub_id = "Efficient-Large-Model/Sana_1600M_1024px_diffusers"
+    text_components = ("text_encoder",)
+    lora_target_modules = ("to_q", "to_k", "to_v", "to_out.0")
+    quant_skip_patterns = (r"^patch_embed\.", r"^time_embed\.", r"^caption_projection\.", r"^norm_out\.", r"^proj_out$")
+    default_max_sequence_length = 300
+    extra_options = ("complex_human_instruction",)
+
+    def __init__(self, pipe, **kwargs):
+        super().__init__(pipe, **kwargs)
+        self.instruction = self.options.get("complex_human_instruction", _call_default(pipe, "complex_human_instruction"))
+
+    def _encode_one(self, prompt):
+        states, mask, _, _ = self.pipe.encode_prompt(prompt, do_classifier_free_guidance=False, device=self.device,
+                                                      max_sequence_length=self.max_sequence_length,
+                                                      complex_human_instruction=self.instruction)
+        return PromptEmbeds(states, None, mask)
+
+    def _forward(self, x, t, cond):
+        scale = self.transformer.config.get("timestep_scale", 1.0)
+        out = self.transformer(x, encoder_hidden_states=cond.states, encoder_attention_mask=cond.mask,
+                               timestep=t * 1000 * scale, return_dict=False)[0]
+        if out.shape[1] == 2 * x.shape[1]:  # learned-sigma checkpoints: the first half is the velocity
+            out = out.chunk(2, dim=1)[0]
+        return out
+
+    def _decode_latents(self, x):
+        vae = self.pipe.vae
+        return vae.decode(x / vae.config.scaling_factor, return_dict=False)[0]
+
+
+class QwenImagePolicy(DiffusersPolicy):
+    """Qwen-Image: Qwen2.5-VL states (template prefix dropped, natural length, masked when batched),
+    2x2-packed tokens, and a video VAE whose latents are normalised per channel."""
+
+    family = "qwen_image"
+    pipeline_class = "QwenImagePipeline"
+    default_hub_id = "Qwen/Qwen-Image"
+    text_components = ("text_encoder",)
+    lora_target_modules = JOINT_ATTENTION
+    quant_skip_patterns = (r"^img_in$", r"^txt_in$", r"^time_text_embed\.", r"^norm_out\.", r"^proj_out$",
+                           r"\.(img|txt)_mod\.")
+    default_max_sequence_length = 512
+    packed = True
+
+    def _encode_one(self, prompt):
+        states, mask = self.pipe.encode_prompt(prompt, device=self.device, max_sequence_length=self.max_sequence_length)
+        if mask is None:  # the pipeline drops an all-ones mask; keep it, batches of unequal prompts need one
+            mask = torch.ones(states.shape[:2], dtype=torch.long, device=states.device)
+        return PromptEmbeds(states, None, mask)
+
+    def _forward(self, x, t, cond):
+        b, c, h, w = x.shape
+        mask = None if bool(cond.mask.all()) else cond.mask  # as the pipeline: no mask when nothing is padded
+        out = self.transformer(hidden_states=pack_2x2(x), timestep=t.to(x.dtype), encoder_hidden_states=cond.states,
+                               encoder_hidden_states_mask=mask, img_shapes=[[(1, h // 2, w // 2)]] * b,
+                               return_dict=False)[0]
+        return unpack_2x2(out, c, h, w)
+
+    def _decode_latents(self, x):
+        vae = self.pipe.vae
+        shape = (1, vae.config.z_dim, 1, 1, 1)
+        mean = torch.tensor(vae.config.latents_mean, device=x.device, dtype=x.dtype).view(shape)
+        std = torch.tensor(vae.config.latents_std, device=x.device, dtype=x.dtype).view(shape)
+        return vae.decode(x[:, :, None] * std + mean, return_dict=False)[0][:, :, 0]
+
+
+FAMILIES = {cls.family: cls for cls in (SD3Policy, FluxPolicy, SanaPolicy, QwenImagePolicy)}

@@ -1,0 +1,203 @@
+"""Diffusers text-to-image pipelines seen as solrl policies (SPEC.md notation, Policy protocol).
+
+The pipeline object is kept whole: prompts go through its own `encode_prompt` (so templates,
+truncation and text-encoder layers are exactly the pipeline's), and the VAE decodes as the
+pipeline does. What solrl changes is the loop: the sample space is the *unpacked*, scaled VAE
+latent [C, H, W] (what the pipeline's scheduler integrates, before any 2x2 token packing), and
+`velocity(x, t, cond)` takes flow time t in [0, 1] and does the packing and the model's timestep
+convention internally. Each family (diffusers_families.py) fills in those few model-specific steps.
+
+Timestep shift. Static-shift schedulers (SD3.5, SANA) give `shift` / `flow_shift` directly.
+Dynamic shifting (FLUX.1, Qwen-Image) picks mu from the image-token count; at one fixed resolution
+that is the static shift exp(mu) (exponential time shift) or mu (linear), since
+exp(mu) / (exp(mu) + 1/t - 1) = s t / (1 + (s - 1) t) with s = exp(mu). It is computed once for the
+policy's resolution. A `shift_terminal` stretch (Qwen-Image) is not reproduced: rollouts use the
+plain shifted grid, and the loader says so in the log.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import math
+from pathlib import Path
+
+import torch
+
+from .base import PromptEmbeds
+
+log = logging.getLogger("solrl.models")
+
+DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+          "float16": torch.float16, "fp16": torch.float16}
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    if name not in DTYPES:
+        raise ValueError(f"unknown model.dtype {name!r}; choose one of {', '.join(DTYPES)}")
+    return DTYPES[name]
+
+
+def pack_2x2(x: torch.Tensor) -> torch.Tensor:
+    """[B, C, H, W] -> [B, (H/2)(W/2), 4C]: FLUX / Qwen-Image tokens, channel-major inside each 2x2 patch."""
+    b, c, h, w = x.shape
+    return x.view(b, c, h // 2, 2, w // 2, 2).permute(0, 2, 4, 1, 3, 5).reshape(b, (h // 2) * (w // 2), c * 4)
+
+
+def unpack_2x2(tokens: torch.Tensor, c: int, h: int, w: int) -> torch.Tensor:
+    b = tokens.shape[0]
+    return tokens.view(b, h // 2, w // 2, c, 2, 2).permute(0, 3, 1, 4, 2, 5).reshape(b, c, h, w)
+
+
+def schedule_shift(scheduler_config, image_tokens: int, max_shift_default: float = 1.15) -> float:
+    """The static shift equivalent to a scheduler config at `image_tokens` latent tokens (module docstring)."""
+    cfg = scheduler_config
+    if cfg.get("use_dynamic_shifting"):
+        base_len, max_len = cfg.get("base_image_seq_len", 256), cfg.get("max_image_seq_len", 4096)
+        base_shift, max_shift = cfg.get("base_shift", 0.5), cfg.get("max_shift", max_shift_default)
+        slope = (max_shift - base_shift) / (max_len - base_len)
+        mu = image_tokens * slope + base_shift - slope * base_len
+        return math.exp(mu) if cfg.get("time_shift_type", "exponential") == "exponential" else mu
+    return float(cfg.get("flow_shift") or cfg.get("shift") or 1.0)
+
+
+class DiffusersPolicy:
+    """Shared machinery; subclasses set the class attributes and implement the three hooks."""
+
+    family: str
+    pipeline_class: str                      # diffusers class name
+    default_hub_id: str                      # used when model.path is None
+    text_components: tuple[str, ...]         # pipeline attributes holding text encoders
+    lora_target_modules: tuple[str, ...]     # attention projections, as the references adapt
+    quant_skip_patterns: tuple[str, ...]     # explore-engine layers kept in full precision (regex on module names)
+    default_max_sequence_length: int
+    packed = False                           # 2x2 token packing (FLUX, Qwen-Image)
+    max_shift_default = 1.15                 # the pipeline's max_shift fallback for dynamic shifting
+    extra_options: tuple[str, ...] = ()      # family-specific keys of model.options
+    decode_batch_size = 4                    # VAE decodes are memory-hungry at 1024 px
+
+    def __init__(self, pipe, device: str = "cpu", resolution: int | None = None, shift: float | None = None,
+                 offload: bool = False, **options):
+        valid = ("max_sequence_length", "cache_size", *self.extra_options)
+        unknown = sorted(set(options) - set(valid))
+        if unknown:
+            raise ValueError(f"{self.family}: unknown model.options {unknown}; valid: {', '.join(valid)}")
+        self.pipe = pipe
+        self.transformer = pipe.transformer
+        self.device = torch.device(device)
+        self.offload = offload and self.device.type != "cpu"
+        self.options = options
+        self.max_sequence_length = int(options.get("max_sequence_length", self.default_max_sequence_length))
+        self.dtype = self.transformer.dtype
+        scale = pipe.vae_scale_factor
+        native = (getattr(pipe, "default_sample_size", None) or self.transformer.config.sample_size) * scale
+        self.resolution = int(resolution or native)
+        multiple = 2 if self.packed else self.transformer.config.get("patch_size", 1)
+        if self.resolution % (scale * multiple):
+            raise ValueError(f"{self.family}: resolution {self.resolution} must be a multiple of {scale * multiple} "
+                             f"(VAE factor {scale} x patch {multiple})")
+        side = self.resolution // scale
+        channels = self.transformer.config.in_channels // (4 if self.packed else 1)
+        self.sample_shape = (channels, side, side)
+        sched = pipe.scheduler.config
+        self.shift = float(shift) if shift is not None else schedule_shift(sched, (side // multiple) ** 2, self.max_shift_default)
+        if sched.get("shift_terminal"):
+            log.info("%s: scheduler shift_terminal=%s is not reproduced; rollouts use the plain shifted grid (shift %.3f)",
+                     self.family, sched.get("shift_terminal"), self.shift)
+        self._cache: collections.OrderedDict[str, PromptEmbeds] = collections.OrderedDict()
+        self._cache_size = int(options.get("cache_size", 1024))
+        self.transformer.to(self.device)
+        for module in self._helpers():
+            module.to("cpu" if self.offload else self.device)
+
+    # ---- loading ---------------------------------------------------------------------------
+    @classmethod
+    def from_pretrained(cls, path=None, shift=None, dtype: str = "float32", device: str = "cpu", resolution=None,
+                        gradient_checkpointing: bool = False, offload: bool = False, vae_tiling: bool = False,
+                        options: dict | None = None):
+        source = str(path or cls.default_hub_id)
+        missing = (f"{cls.family}: no {cls.pipeline_class} at {source!r}. Expected a local directory written by "
+                   f"save_pretrained (model_index.json and one folder per component) or a hub id (e.g. "
+                   f"{cls.default_hub_id}) already in the Hugging Face cache, as this machine may be offline; set model.path")
+        local = Path(source).expanduser()
+        looks_local = local.exists() or source.startswith((".", "/", "~")) or source.count("/") > 1
+        if looks_local and not (local / "model_index.json").exists():
+            raise FileNotFoundError(missing)
+        try:
+            import diffusers
+
+            pipe = getattr(diffusers, cls.pipeline_class).from_pretrained(source, dtype=torch_dtype(dtype))
+        except ImportError as exc:
+            raise ImportError(f"{cls.family}: loading {source!r} needs the package {exc.name or exc}; "
+                              f"install it (pip install {exc.name or 'diffusers transformers'})") from exc
+        except OSError as exc:
+            raise FileNotFoundError(f"{missing}. Cause: {exc}") from exc
+        pipe.set_progress_bar_config(disable=True)
+        if gradient_checkpointing:
+            pipe.transformer.enable_gradient_checkpointing()
+        if vae_tiling:
+            pipe.vae.enable_tiling()
+        return cls(pipe, device=device, resolution=resolution, shift=shift, offload=offload, **(options or {}))
+
+    def _helpers(self) -> list[torch.nn.Module]:
+        mods = [getattr(self.pipe, name, None) for name in (*self.text_components, "vae")]
+        return [m for m in mods if m is not None]
+
+    @contextlib.contextmanager
+    def _visiting(self, modules):
+        """With offload, bring CPU-resident modules to the device for one use, then send them back."""
+        if self.offload:
+            for m in modules:
+                m.to(self.device)
+        try:
+            yield
+        finally:
+            if self.offload:
+                for m in modules:
+                    m.to("cpu")
+                if self.device.type == "cuda":
+                    torch.cuda.empty_cache()
+
+    # ---- the Policy protocol ---------------------------------------------------------------
+    @torch.no_grad()
+    def encode_prompts(self, prompts: list[str]) -> PromptEmbeds:
+        """Each prompt is encoded alone (its conditioning does not depend on the batch) and cached on the CPU."""
+        missing = [p for p in dict.fromkeys(prompts) if p not in self._cache]
+        if missing:
+            encoders = [getattr(self.pipe, n) for n in self.text_components if getattr(self.pipe, n, None) is not None]
+            with self._visiting(encoders):
+                for prompt in missing:
+                    self._cache[prompt] = self._encode_one(prompt).to("cpu")
+        for p in prompts:
+            self._cache.move_to_end(p)
+        rows = [self._cache[p] for p in prompts]
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return PromptEmbeds.cat(rows)
+
+    def velocity(self, x: torch.Tensor, t: torch.Tensor, cond: PromptEmbeds) -> torch.Tensor:
+        cond = cond.to(device=x.device, dtype=self.dtype)
+        v = self._forward(x.to(self.dtype), t.to(device=x.device, dtype=torch.float32), cond)
+        return v.to(x.dtype)
+
+    @torch.no_grad()
+    def decode(self, x: torch.Tensor) -> torch.Tensor:
+        vae = self.pipe.vae
+        out = []
+        with self._visiting([vae]):
+            for chunk in x.split(self.decode_batch_size):
+                image = self._decode_latents(chunk.to(self.device, vae.dtype))
+                out.append(((image.float() + 1) / 2).clamp(0, 1).to(x.device))
+        return torch.cat(out)
+
+    # ---- family hooks ------------------------------------------------------------------------
+    def _encode_one(self, prompt: str) -> PromptEmbeds:
+        raise NotImplementedError
+
+    def _forward(self, x: torch.Tensor, t: torch.Tensor, cond: PromptEmbeds) -> torch.Tensor:
+        """Velocity in sample space for x in the model dtype and flow time t (float32, [0, 1])."""
+        raise NotImplementedError
+
+    def _decode_latents(self, x: torch.Tensor) -> torch.Tensor:
+        """Sample space -> images in [-1, 1] (the VAE's own range)."""
+        raise NotImplementedError

@@ -1,0 +1,173 @@
+"""The four diffusers families on tiny random-weight pipelines built here (no download):
+solrl's sampler agrees with each pipeline's own loop, one sol_rl iteration trains end to end,
+and the exported LoRA loads into the pipeline with diffusers' loader and reproduces the policy."""
+import math
+import re
+
+import pytest
+import torch
+
+from solrl.config import load_config
+from solrl.generation import generate
+from solrl.models import load_policy
+from solrl.models.diffusers_t2i import pack_2x2, schedule_shift, unpack_2x2
+from solrl.models.lora import TRAINED, adapter, export_lora
+from solrl.rewards.base import REWARDS, Reward, RewardResult
+from solrl.sampling import initial_noise
+from solrl.trainer import Trainer
+
+RESOLUTION = {"sd3": 32, "flux": 32, "sana": 32, "qwen_image": 32}
+EXPLORE = {"sd3": "int8", "flux": "nvfp4", "sana": "nvfp4", "qwen_image": "int8"}
+OPTIONS = {"max_sequence_length": 16}
+PROMPTS = ["a red cat", "two blue squares on a long table"]
+FAMILIES = list(RESOLUTION)
+
+
+@REWARDS.register("test_image_contrast")
+class _Contrast(Reward):
+    """Pixel standard deviation: cheap, continuous, different for every image."""
+    name = "test_image_contrast"
+
+    def score(self, images, prompts):
+        return RewardResult(images.std(dim=(1, 2, 3)))
+
+
+@pytest.fixture(scope="session")
+def pipeline_dirs(tmp_path_factory):
+    """Each family's tiny pipeline, built and saved once per session (on first use)."""
+    from solrl.models.random_pipelines import build_random_pipeline
+
+    built = {}
+
+    def get(family):
+        if family not in built:
+            built[family] = tmp_path_factory.mktemp(family)
+            build_random_pipeline(family, built[family])
+        return built[family]
+
+    return get
+
+
+def _policy(family, path):
+    return load_policy(family, str(path), resolution=RESOLUTION[family], options=OPTIONS)
+
+
+def _pipeline_kwargs(policy):
+    kwargs = {"height": policy.resolution, "width": policy.resolution, "max_sequence_length": OPTIONS["max_sequence_length"]}
+    if policy.family == "flux":
+        kwargs["guidance_scale"] = policy.embedded_guidance
+    elif policy.family == "qwen_image":
+        kwargs["true_cfg_scale"] = 1.0
+    else:
+        kwargs["guidance_scale"] = 1.0   # CFG off
+    if policy.family == "sana":
+        kwargs["use_resolution_binning"] = False
+    return kwargs
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_sampling_and_decoding_match_the_pipelines_own_loop(family, pipeline_dirs):
+    policy = _policy(family, pipeline_dirs(family))
+    seeds, steps = [3, 4], 3
+    ours = generate(policy, PROMPTS, seeds, steps=steps, batch_size=2)
+    noise = initial_noise(seeds, policy.sample_shape)
+    latents = pack_2x2(noise) if policy.packed else noise
+    # solrl's grid is linspace(1, 0, N + 1) shifted: FLUX's default; SD3 / SANA get it through `sigmas`
+    sigmas = [1 - i / steps for i in range(steps)]
+    run = dict(prompt=PROMPTS, sigmas=sigmas, **_pipeline_kwargs(policy))
+    theirs = policy.pipe(latents=latents.clone(), output_type="latent", **run).images
+    if policy.packed:
+        theirs = unpack_2x2(theirs, *policy.sample_shape)
+    torch.testing.assert_close(ours, theirs, atol=2e-4, rtol=1e-4)
+    assert not torch.allclose(ours, noise, atol=1e-2)  # the model did move the samples
+    images = policy.pipe(latents=latents.clone(), output_type="pt", **run).images
+    torch.testing.assert_close(policy.decode(ours), images, atol=1e-3, rtol=1e-3)
+    assert policy.decode(ours).shape == (2, 3, policy.resolution, policy.resolution)
+
+
+def test_dynamic_shifting_is_the_static_shift_at_one_resolution():
+    from diffusers import FlowMatchEulerDiscreteScheduler
+
+    sched = FlowMatchEulerDiscreteScheduler(use_dynamic_shifting=True, base_shift=0.5, max_shift=1.15)
+    shift = schedule_shift(sched.config, 1024)
+    mu = 0.5 + (1.15 - 0.5) * (1024 - 256) / (4096 - 256)
+    assert shift == pytest.approx(math.exp(mu))
+    sched.set_timesteps(sigmas=[1.0, 0.75, 0.5, 0.25], mu=mu)
+    t = torch.tensor([1.0, 0.75, 0.5, 0.25], dtype=torch.float64)
+    torch.testing.assert_close(sched.sigmas[:-1].double(), shift * t / (1 + (shift - 1) * t), atol=1e-6, rtol=0)
+    assert schedule_shift(FlowMatchEulerDiscreteScheduler(shift=3.0).config, 1024) == 3.0
+
+
+def _train_config(family, path, out, prompt_file):
+    targets = ",".join(_policy_class(family).lora_target_modules)
+    return load_config(None, [
+        f"model.name={family}", f"model.path={path}", f"model.resolution={RESOLUTION[family]}",
+        f"model.options={{max_sequence_length: {OPTIONS['max_sequence_length']}}}", f"out_dir={out}",
+        "reward.name=test_image_contrast", "sampling.steps=2", "sampling.batch_size=4",
+        f"lora.target_modules=[{targets}]", "lora.rank=4", "lora.alpha=8",
+        "train.iterations=1", "train.prompts_per_iter=2", "train.group_size=2", "train.micro_batch=4",
+        "train.timestep_fraction=0.5", "train.lr=1e-2", f"train.prompts={prompt_file}", f"eval.split={prompt_file}",
+        "rollout.family=sol_rl", "rollout.explore_seeds=4", "rollout.explore_steps=1",
+        f"rollout.explore_precision={EXPLORE[family]}",
+    ])
+
+
+def _policy_class(family):
+    from solrl.models.diffusers_families import FAMILIES as CLASSES
+
+    return CLASSES[family]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_sol_rl_iteration_then_lora_export_loads_into_the_pipeline(family, pipeline_dirs, tmp_path):
+    path = pipeline_dirs(family)
+    prompt_file = tmp_path / "prompts.txt"
+    prompt_file.write_text("\n".join(PROMPTS) + "\n")
+    trainer = Trainer(_train_config(family, path, tmp_path / "run", prompt_file), quiet=True)
+
+    # the explore engine follows the family's rules: real layers quantized, embedders and the last layer not
+    report = trainer.engine.report
+    assert report.quantized and "proj_out" in report.skipped
+    skips = trainer.policy.quant_skip_patterns
+    assert not [n for n in report.quantized if any(re.search(p, n) for p in skips)]
+
+    before = {k: v.clone() for k, v in trainer.model.state_dict().items() if "lora_B" in k and ".default." in k}
+    record = trainer.run_iteration(0)
+    assert record is not None and math.isfinite(record["loss"]) and math.isfinite(record["grad_norm"])
+    assert record["seconds_explore"] > 0 and record["seconds_regenerate"] > 0 and record["trained_pairs"] == 4
+    assert trainer.state.optimizer_step == 1
+    after = trainer.model.state_dict()
+    assert any(not torch.equal(v, after[k]) for k, v in before.items())
+
+    export = export_lora(trainer.model, trainer.lora_config, tmp_path / "lora")
+    fresh = _policy(family, path)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, *fresh.sample_shape, generator=g)
+    t = torch.tensor([0.8, 0.3])
+    cond = fresh.encode_prompts(PROMPTS)
+    with torch.no_grad():
+        base = fresh.velocity(x, t, cond)
+        fresh.pipe.load_lora_weights(str(export), weight_name="pytorch_lora_weights.safetensors", adapter_name="solrl")
+        loaded = fresh.velocity(x, t, cond)
+        with adapter(trainer.model, TRAINED):
+            trained = trainer.policy.velocity(x, t, cond)
+    torch.testing.assert_close(loaded, trained, atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(base, trained, atol=1e-6)  # the LoRA changes the prediction
+    with adapter(trainer.model, TRAINED):
+        trained_samples = generate(trainer.policy, PROMPTS, [7, 8], steps=2, batch_size=2)
+    torch.testing.assert_close(generate(fresh, PROMPTS, [7, 8], steps=2, batch_size=2), trained_samples, atol=1e-5, rtol=1e-5)
+
+
+def test_missing_weights_name_the_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match=str(tmp_path / "nowhere")):
+        load_policy("flux", str(tmp_path / "nowhere"))
+
+
+def test_toy_refuses_diffusers_only_options():
+    with pytest.raises(ValueError, match="model.offload"):
+        load_policy("toy", offload=True)
+
+
+def test_an_unreachable_hub_id_is_reported_with_the_id():
+    with pytest.raises(FileNotFoundError, match="no-such-org/no-such-model"):
+        load_policy("sd3", "no-such-org/no-such-model")
