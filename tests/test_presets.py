@@ -1,0 +1,46 @@
+"""Every YAML preset in configs/ loads, passes the trainer's validation, and names a registered model.
+
+Reward names are not looked up here (reward models are optional installs); the structure is."""
+from pathlib import Path
+
+import pytest
+
+from solrl.config import load_config
+from solrl.models import MODELS
+from solrl.trainer import validate_train_config
+
+CONFIGS = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.yaml"))
+PAPER_GRID = [p for p in CONFIGS if p.stem.split("_")[0] in ("sana", "flux1", "sd35l")]
+
+
+def test_the_paper_grid_is_complete():
+    names = {p.stem for p in PAPER_GRID}
+    assert names == {f"{m}_{r}" for m in ("sana", "flux1", "sd35l") for r in ("pickscore", "clipscore", "hpsv2", "imagereward")}
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+def test_preset_loads_and_validates(path):
+    cfg = load_config(path)
+    validate_train_config(cfg)
+    assert cfg.model.name in MODELS
+
+
+@pytest.mark.parametrize("path", PAPER_GRID, ids=lambda p: p.stem)
+def test_paper_presets_state_the_sol_rl_setting(path):
+    from solrl.models.diffusers_families import FAMILIES
+
+    cfg = load_config(path)
+    r, t = cfg.rollout, cfg.train
+    assert (r.family, r.explore_seeds, t.group_size, r.explore_steps, r.explore_precision) == ("sol_rl", 96, 24, 6, "nvfp4")
+    assert (cfg.sampling.steps, cfg.sampling.guidance, t.prompts_per_iter) == (10, 1.0, 48)
+    assert 28 <= cfg.eval.steps <= 40
+    assert cfg.reward.name == path.stem.split("_", 1)[1]
+    assert tuple(cfg.lora.target_modules) == FAMILIES[cfg.model.name].lora_target_modules
+
+
+def test_qwen_image_ocr_is_the_verl_omni_recipe():
+    cfg = load_config(Path(CONFIGS[0]).parent / "qwen_image_ocr.yaml")
+    t = cfg.train
+    assert (cfg.model.name, cfg.reward.name, cfg.rollout.family, cfg.lora.rank) == ("qwen_image", "ocr", "diffusionnft", 64)
+    assert (t.group_size, t.nft_beta, t.ref_kl_coef, t.timestep_fraction) == (16, 0.1, 1e-4, 1.0)
+    assert (t.old_policy_decay_schedule, t.old_policy_update_interval) == ("delayed_linear_to_0_999", 2)
