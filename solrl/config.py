@@ -97,6 +97,20 @@ class TrainConfig:
     checkpoint_every: int = 10       # iterations between checkpoints (0 = only at the end)
     keep_checkpoints: int = 2        # keep the newest N checkpoints
     max_skipped_iterations: int = 3  # consecutive iterations lost to reward failures before stopping
+    # objective (solrl/objectives.py); the fields below belong to the algorithms named in their prefix
+    algorithm: str = "nft"           # nft | flow_grpo | flow_grpo_fast | dance_grpo | awm
+    grpo_clip_range: float = 1e-4    # Flow-GRPO / DanceGRPO: PPO ratio clip (both papers: 1e-4)
+    grpo_kl_coef: float = 0.04       # Flow-GRPO: weight of the closed-form step KL to the reference (paper: 0.04; 0 = off)
+    grpo_timestep_fraction: float = 0.99  # Flow-GRPO: share of the stochastic steps trained per sample (paper: 0.99)
+    sde_type: str = "sde"            # Flow-GRPO sampler: sde (sigma_t = a sqrt(t / (1 - t))) | cps (coefficients-preserving)
+    sde_noise_level: float = 0.7     # Flow-GRPO: a of the sde sampler (paper: 0.7); eta in [0, 1] of the cps sampler
+    sde_window_size: int = 2         # Flow-GRPO-Fast: consecutive SDE steps, a random window in the first half (ODE elsewhere)
+    dance_eta: float = 0.3           # DanceGRPO: constant diffusion sigma_t = eta (paper: 0.3)
+    dance_timestep_fraction: float = 0.6  # DanceGRPO: share of the steps trained per sample (paper: 0.6)
+    awm_old_kl_coef: float = 1.0     # AWM: weight of mean (v_theta - v_old)^2, its EMA-policy regulariser (recipe: 1)
+    awm_ref_kl_coef: float = 0.003   # AWM: weight of mean (v_theta - v_ref)^2 (recipe: 0.003)
+    awm_weighting: str = "ghuber"    # AWM: uniform | ghuber (the recipe's: t (l^0.25 - d) / 0.25 on the matching error l)
+
 
 
 @dataclass

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 import yaml
 
-from .algorithms.nft import ADV_MODES, DECAY_SCHEDULES, group_advantages, nft_loss, old_policy_decay, reward_prob, select_timesteps
+from .algorithms.nft import ADV_MODES, DECAY_SCHEDULES, group_advantages, old_policy_decay
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import Config, ConfigError, to_dict
 from .data import load_prompts
@@ -27,8 +27,9 @@ from .metrics_log import MetricsLogger
 from .models import load_policy, policy_options
 from .models.lora import (ROLLOUT, TRAINED, adapter, adapter_params, adapter_state, add_policy_adapters, ema_update,
                           load_adapter_state, lora_config)
+from .objectives import build_objective, objective_config_errors
 from .rewards import build_reward
-from .rollout import FAMILIES, RewardError, RolloutSpec, run_rollout, rollout_seeds
+from .rollout import FAMILIES, RewardError, RolloutSpec, rollout_seeds
 from .selection import SELECTION_MODES
 
 log = logging.getLogger("solrl.train")
@@ -58,6 +59,8 @@ def validate_train_config(cfg: Config) -> None:
     for ok, message in checks:
         if not ok:
             raise ConfigError(message)
+    for message in objective_config_errors(cfg):
+        raise ConfigError(message)
 
 
 def _iteration_seed(run_seed: int, iteration: int, purpose: str) -> int:
@@ -93,6 +96,7 @@ class Trainer:
     def __init__(self, cfg: Config, resume: str | None = None, quiet: bool = False):
         validate_train_config(cfg)
         self.cfg = cfg
+        self.objective = build_objective(cfg)  # train.algorithm: what rollout() and the update compute
         self.quiet = quiet
         self.run_dir = Path(cfg.out_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -162,34 +166,8 @@ class Trainer:
     def _train_step(self, batch, advantages: torch.Tensor, iteration: int) -> dict:
         cfg = self.cfg.train
         gen = torch.Generator().manual_seed(_iteration_seed(self.cfg.seed, iteration, "train"))
-        r = reward_prob(advantages, cfg.adv_clip_max, cfg.adv_mode)
-        n = batch.samples.shape[0]
-        t_sel = select_timesteps(batch.train_timesteps, n, cfg.timestep_fraction, gen)  # [n, k]
-        cond_all = self.policy.encode_prompts(batch.prompts)
-        chunks = [torch.arange(s, min(s + cfg.micro_batch, n)) for s in range(0, n, cfg.micro_batch)]
-        pieces = t_sel.shape[1] * len(chunks)
-        device = batch.samples.device
-        device_type = device.type
-        sums: dict[str, float] = {}
         self.optimizer.zero_grad(set_to_none=True)
-        for j in range(t_sel.shape[1]):
-            for idx in chunks:
-                x0 = batch.samples[idx]
-                t = t_sel[idx, j].to(device)
-                eps = torch.randn(x0.shape, generator=gen).to(device)
-                tt = t.view(-1, 1, 1, 1)
-                xt = (1 - tt) * x0 + tt * eps
-                cond = cond_all.index(idx)
-                with torch.no_grad(), torch.autocast(device_type, torch.bfloat16, enabled=cfg.autocast_bf16):
-                    v_old, v_ref = self._old_and_ref(xt, t, cond)
-                with torch.autocast(device_type, torch.bfloat16, enabled=cfg.autocast_bf16):
-                    v_theta = self.policy.velocity(xt, t, cond)
-                loss, metrics = nft_loss(v_theta.float(), v_old.float(), x0, xt, t, r[idx].to(device), cfg.nft_beta,
-                                         cfg.adv_clip_max, cfg.adaptive_weight,
-                                         None if v_ref is None else v_ref.float(), cfg.ref_kl_coef)
-                (loss / pieces).backward()
-                for key, value in metrics.items():
-                    sums[key] = sums.get(key, 0.0) + value / pieces
+        sums, pairs = self.objective.accumulate(self, batch, advantages, gen)
         params = [p for p in adapter_params(self.model, TRAINED).values()]
         grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip))
         if math.isfinite(grad_norm):
@@ -200,7 +178,7 @@ class Trainer:
             log.warning("iteration %d: gradient norm is %s; optimizer step skipped", iteration, grad_norm)
             skipped = 1
         self.optimizer.zero_grad(set_to_none=True)
-        return {**sums, "grad_norm": grad_norm, "skipped_step": skipped, "trained_pairs": n * t_sel.shape[1]}
+        return {**sums, "grad_norm": grad_norm, "skipped_step": skipped, "trained_pairs": pairs}
 
     def _old_and_ref(self, xt, t, cond):
         """Old-adapter prediction, and the reference (adapters off) when the regulariser is on."""
@@ -246,7 +224,7 @@ class Trainer:
         selection_rng = torch.Generator().manual_seed(_iteration_seed(self.cfg.seed, iteration, "select"))
         self.model.eval()
         try:
-            batch = run_rollout(self.policy, self.reward, group_prompts, seeds, spec, self.engine, selection_rng)
+            batch = self.objective.rollout(self, group_prompts, seeds, spec, selection_rng, iteration)
         except RewardError as exc:
             self.state.skipped_in_a_row += 1
             log.error("iteration %d skipped: %s", iteration, exc)

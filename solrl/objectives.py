@@ -1,0 +1,257 @@
+"""Training objectives behind `train.algorithm`: one object per algorithm, each with a rollout and the
+gradient accumulation of one update. The trainer owns everything they share (data, rewards,
+advantages, optimizer step, old-policy refresh, logging, checkpoints).
+
+- nft:            DiffusionNFT on clean ODE samples (SPEC.md section 1).
+- awm:            Advantage Weighted Matching on clean ODE samples (algorithms/awm.py).
+- flow_grpo:      Flow-GRPO on SDE trajectories (algorithms/flow_grpo.py), all steps stochastic.
+- flow_grpo_fast: Flow-GRPO with the SDE only inside a short random window, trained on that window.
+- dance_grpo:     DanceGRPO's constant-sigma SDE, a random subset of steps trained.
+
+The policy-gradient objectives sample with the `old` adapter and divide by its stored log-probs, so
+they need old = default at rollout time (old_policy_decay_schedule=copy): then the importance ratio
+of the first optimizer step is exactly 1, as in the on-policy references. With one optimizer step per
+iteration the clip never acts; it is kept so more steps per rollout stay well defined.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import torch
+
+from .algorithms.awm import AWM_WEIGHTINGS, awm_loss
+from .algorithms.flow_grpo import clipped_policy_loss, sde_window
+from .algorithms.nft import nft_loss, reward_prob, select_timesteps
+from .algorithms.sde import gaussian_kl_equal_std, gaussian_log_prob
+from .config import ConfigError
+from .models.lora import ROLLOUT, adapter
+from .rollout import run_rollout
+from .sde_rollout import SDESpec, padded_velocity, run_sde_rollout
+
+ALGORITHMS = ("nft", "flow_grpo", "flow_grpo_fast", "dance_grpo", "awm")
+POLICY_GRADIENT = ("flow_grpo", "flow_grpo_fast", "dance_grpo")
+SDE_TYPES = ("sde", "cps")
+
+
+def _seed(run_seed: int, iteration: int, purpose: str) -> int:
+    digest = hashlib.sha256(f"{run_seed}:{iteration}:{purpose}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+def _add(sums: dict, metrics: dict, pieces: int) -> None:
+    for key, value in metrics.items():
+        sums[key] = sums.get(key, 0.0) + value / pieces
+
+
+class Objective:
+    """rollout() draws the iteration's samples; accumulate() runs every forward/backward of one update
+    (gradients summed into the adapter, the trainer steps the optimizer) and returns (metric sums, pairs)."""
+
+    def rollout(self, trainer, group_prompts, seeds, spec, selection_rng, iteration):
+        return run_rollout(trainer.policy, trainer.reward, group_prompts, seeds, spec, trainer.engine, selection_rng)
+
+    def accumulate(self, trainer, batch, advantages, gen):
+        raise NotImplementedError
+
+
+class NFTObjective(Objective):
+    def accumulate(self, trainer, batch, advantages, gen):
+        cfg, policy = trainer.cfg.train, trainer.policy
+        r = reward_prob(advantages, cfg.adv_clip_max, cfg.adv_mode)
+        n = batch.samples.shape[0]
+        t_sel = select_timesteps(batch.train_timesteps, n, cfg.timestep_fraction, gen)  # [n, k]
+        cond_all = policy.encode_prompts(batch.prompts)
+        chunks = [torch.arange(s, min(s + cfg.micro_batch, n)) for s in range(0, n, cfg.micro_batch)]
+        pieces = t_sel.shape[1] * len(chunks)
+        device = batch.samples.device
+        device_type = device.type
+        sums: dict[str, float] = {}
+        for j in range(t_sel.shape[1]):
+            for idx in chunks:
+                x0 = batch.samples[idx]
+                t = t_sel[idx, j].to(device)
+                eps = torch.randn(x0.shape, generator=gen).to(device)
+                tt = t.view(-1, 1, 1, 1)
+                xt = (1 - tt) * x0 + tt * eps
+                cond = cond_all.index(idx)
+                with torch.no_grad(), torch.autocast(device_type, torch.bfloat16, enabled=cfg.autocast_bf16):
+                    v_old, v_ref = trainer._old_and_ref(xt, t, cond)
+                with torch.autocast(device_type, torch.bfloat16, enabled=cfg.autocast_bf16):
+                    v_theta = policy.velocity(xt, t, cond)
+                loss, metrics = nft_loss(v_theta.float(), v_old.float(), x0, xt, t, r[idx].to(device), cfg.nft_beta,
+                                         cfg.adv_clip_max, cfg.adaptive_weight,
+                                         None if v_ref is None else v_ref.float(), cfg.ref_kl_coef)
+                (loss / pieces).backward()
+                _add(sums, metrics, pieces)
+        return sums, n * t_sel.shape[1]
+
+
+class AWMObjective(Objective):
+    """Clean samples of any rollout family; fresh noise at rollout-grid timesteps, like nft."""
+
+    def accumulate(self, trainer, batch, advantages, gen):
+        cfg, policy, model = trainer.cfg.train, trainer.policy, trainer.model
+        n = batch.samples.shape[0]
+        t_sel = select_timesteps(batch.train_timesteps, n, cfg.timestep_fraction, gen)
+        cond_all = policy.encode_prompts(batch.prompts)
+        chunks = [torch.arange(s, min(s + cfg.micro_batch, n)) for s in range(0, n, cfg.micro_batch)]
+        pieces = t_sel.shape[1] * len(chunks)
+        device = batch.samples.device
+        autocast = {"device_type": device.type, "dtype": torch.bfloat16, "enabled": cfg.autocast_bf16}
+        sums: dict[str, float] = {}
+        for j in range(t_sel.shape[1]):
+            for idx in chunks:
+                x0 = batch.samples[idx]
+                t = t_sel[idx, j].to(device)
+                eps = torch.randn(x0.shape, generator=gen).to(device)
+                tt = t.view(-1, 1, 1, 1)
+                xt = (1 - tt) * x0 + tt * eps
+                cond = cond_all.index(idx)
+                v_old = v_ref = None
+                with torch.no_grad(), torch.autocast(**autocast):
+                    if cfg.awm_old_kl_coef > 0:
+                        with adapter(model, ROLLOUT):
+                            v_old = policy.velocity(xt, t, cond)
+                    if cfg.awm_ref_kl_coef > 0:
+                        with adapter(model, None):
+                            v_ref = policy.velocity(xt, t, cond)
+                with torch.autocast(**autocast):
+                    v_theta = policy.velocity(xt, t, cond)
+                loss, metrics = awm_loss(v_theta, x0, eps, t, advantages[idx].to(device), cfg.adv_clip_max, cfg.awm_weighting,
+                                         v_old, cfg.awm_old_kl_coef, v_ref, cfg.awm_ref_kl_coef)
+                (loss / pieces).backward()
+                _add(sums, metrics, pieces)
+        return sums, n * t_sel.shape[1]
+
+
+class PolicyGradientObjective(Objective):
+    """Flow-GRPO / Flow-GRPO-Fast / DanceGRPO: SDE rollouts, clipped importance-ratio loss on stored steps."""
+
+    def __init__(self, algorithm: str, cfg):
+        t = cfg.train
+        self.algorithm = algorithm
+        if algorithm == "dance_grpo":
+            self.kind, self.noise_level, self.fraction, self.kl_coef = "dance", t.dance_eta, t.dance_timestep_fraction, 0.0
+        else:
+            self.kind = "flow" if t.sde_type == "sde" else "cps"
+            self.noise_level, self.fraction, self.kl_coef = t.sde_noise_level, t.grpo_timestep_fraction, t.grpo_kl_coef
+        self.window_size = t.sde_window_size if algorithm == "flow_grpo_fast" else None
+
+    def sde_spec(self, run_seed: int, iteration: int, steps: int) -> SDESpec:
+        window = None
+        if self.window_size is not None:  # a fresh window per iteration, a pure function of (seed, iteration)
+            window = sde_window(steps, self.window_size, torch.Generator().manual_seed(_seed(run_seed, iteration, "sde_window")))
+        return SDESpec(self.kind, self.noise_level, window)
+
+    def rollout(self, trainer, group_prompts, seeds, spec, selection_rng, iteration):
+        sde = self.sde_spec(trainer.cfg.seed, iteration, spec.full_steps)
+        return run_sde_rollout(trainer.policy, trainer.reward, group_prompts, seeds, spec, sde, trainer.engine, selection_rng)
+
+    def accumulate(self, trainer, batch, advantages, gen):
+        cfg, policy, model = trainer.cfg.train, trainer.policy, trainer.model
+        batch_size = trainer.cfg.sampling.batch_size
+        traj = batch.trajectory
+        sde = SDESpec(self.kind, self.noise_level)
+        rows = traj.rows(batch.seeds)
+        n = rows.numel()
+        trainable = traj.stochastic.nonzero().flatten()
+        steps = select_timesteps(trainable, n, self.fraction, gen)  # [n, k] step indices, random per sample
+        cond_all = policy.encode_prompts(batch.prompts)
+        size = min(cfg.micro_batch, batch_size)  # each forward is padded to the rollout's batch shape
+        chunks = [torch.arange(s, min(s + size, n)) for s in range(0, n, size)]
+        pieces = steps.shape[1] * len(chunks)
+        device = traj.latents.device
+        autocast = {"device_type": device.type, "dtype": torch.bfloat16, "enabled": cfg.autocast_bf16}
+        sums: dict[str, float] = {}
+        max_dev = 0.0
+        for j in range(steps.shape[1]):
+            for idx in chunks:
+                r, i = rows[idx], steps[idx, j]
+                x, x_next = traj.latents[r, i], traj.latents[r, i + 1]
+                t, t_next = traj.grid[i], traj.grid[i + 1]
+                t_model = t.to(device=device, dtype=x.dtype)
+                cond = cond_all.index(idx)
+                with torch.autocast(**autocast):
+                    v = padded_velocity(policy.velocity, x, t_model, cond, batch_size)
+                mean, std = sde.transition(x, v.float(), t, t_next, traj.t_below_one)
+                log_prob = gaussian_log_prob(x_next, mean, std)
+                loss, metrics = clipped_policy_loss(log_prob, traj.log_probs[r, i], advantages[idx].to(device),
+                                                    cfg.grpo_clip_range, cfg.adv_clip_max)
+                kl = torch.zeros(())
+                if self.kl_coef > 0:
+                    with torch.no_grad(), torch.autocast(**autocast), adapter(model, None):
+                        v_ref = padded_velocity(policy.velocity, x, t_model, cond, batch_size)
+                    mean_ref, _ = sde.transition(x, v_ref.float(), t, t_next, traj.t_below_one)
+                    kl = gaussian_kl_equal_std(mean, mean_ref, std).mean()
+                    loss = loss + self.kl_coef * kl
+                (loss / pieces).backward()
+                max_dev = max(max_dev, metrics.pop("ratio_max_deviation"))
+                _add(sums, {**metrics, "loss": float(loss.detach()), "ref_kl": float(kl.detach())}, pieces)
+        sums["ratio_max_deviation"] = max_dev
+        return sums, n * steps.shape[1]
+
+
+def build_objective(cfg) -> Objective:
+    algorithm = cfg.train.algorithm
+    if algorithm == "nft":
+        return NFTObjective()
+    if algorithm == "awm":
+        return AWMObjective()
+    if algorithm in POLICY_GRADIENT:
+        return PolicyGradientObjective(algorithm, cfg)
+    raise ConfigError(f"train.algorithm {algorithm!r} is not one of {', '.join(ALGORITHMS)}")
+
+
+def objective_config_errors(cfg) -> list[str]:
+    """What `train.algorithm` cannot be combined with, as messages naming the key and the fix."""
+    t, algorithm = cfg.train, cfg.train.algorithm
+    if algorithm not in ALGORITHMS:
+        return [f"train.algorithm {algorithm!r} is not one of {', '.join(ALGORITHMS)}"]
+    errors = []
+    if algorithm == "awm":
+        if t.awm_weighting not in AWM_WEIGHTINGS:
+            errors.append(f"train.awm_weighting {t.awm_weighting!r} is not one of {', '.join(AWM_WEIGHTINGS)}")
+        if t.awm_old_kl_coef < 0 or t.awm_ref_kl_coef < 0:
+            errors.append("train.awm_old_kl_coef and train.awm_ref_kl_coef must be >= 0")
+    if algorithm not in POLICY_GRADIENT:
+        return errors
+    steps = cfg.sampling.steps
+    if cfg.rollout.family == "naive_quant":
+        errors.append(f"train.algorithm={algorithm} needs the SDE trajectory and log-probs of the samples it trains on; "
+                      "rollout.family=naive_quant trains on explore-engine samples, which have none. Use sol_rl "
+                      "(regenerates the selected seeds with the SDE sampler), naive_scaling or diffusionnft, or "
+                      "train.algorithm=awm / nft, which need clean samples only")
+    if cfg.sampling.solver != "euler":
+        errors.append(f"train.algorithm={algorithm} samples with an Euler-Maruyama SDE (Euler on its ODE steps); "
+                      f"set sampling.solver=euler (got {cfg.sampling.solver!r})")
+    if cfg.sampling.guidance != 1.0:
+        errors.append(f"train.algorithm={algorithm} recomputes log-probs without CFG; set sampling.guidance=1.0 "
+                      f"(got {cfg.sampling.guidance})")
+    on_policy = t.old_policy_decay == 0 or (t.old_policy_decay is None and t.old_policy_decay_schedule == "copy")
+    if not on_policy or t.old_policy_update_interval != 1:
+        errors.append(f"train.algorithm={algorithm} is on-policy: the rollout adapter must equal the trained one at "
+                      "every rollout, so set train.old_policy_decay_schedule=copy (no fixed train.old_policy_decay) "
+                      "and train.old_policy_update_interval=1")
+    if not t.grpo_clip_range > 0:
+        errors.append(f"train.grpo_clip_range must be > 0; got {t.grpo_clip_range}")
+    if t.grpo_kl_coef < 0:
+        errors.append(f"train.grpo_kl_coef must be >= 0; got {t.grpo_kl_coef}")
+    if algorithm == "dance_grpo":
+        if not t.dance_eta > 0:
+            errors.append(f"train.dance_eta must be > 0; got {t.dance_eta}")
+        if not 0 < t.dance_timestep_fraction <= 1:
+            errors.append(f"train.dance_timestep_fraction must be in (0, 1]; got {t.dance_timestep_fraction}")
+        return errors
+    if t.sde_type not in SDE_TYPES:
+        errors.append(f"train.sde_type {t.sde_type!r} is not one of {', '.join(SDE_TYPES)}")
+    if not 0 < t.grpo_timestep_fraction <= 1:
+        errors.append(f"train.grpo_timestep_fraction must be in (0, 1]; got {t.grpo_timestep_fraction}")
+    if t.sde_type == "cps" and not (0 < t.sde_noise_level <= 1 and steps >= 2):
+        errors.append("train.sde_type=cps needs 0 < train.sde_noise_level <= 1 and sampling.steps >= 2 "
+                      "(its last step lands on t = 0 deterministically and is not trained)")
+    if t.sde_type == "sde" and not t.sde_noise_level > 0:
+        errors.append(f"train.sde_noise_level must be > 0; got {t.sde_noise_level}")
+    if algorithm == "flow_grpo_fast" and not 1 <= t.sde_window_size <= max(1, steps // 2):
+        errors.append(f"train.sde_window_size must be in [1, sampling.steps // 2 = {max(1, steps // 2)}] "
+                      f"(the window starts in the first half); got {t.sde_window_size}")
+    return errors
