@@ -132,9 +132,21 @@ def cmd_bench(args) -> int:
     unknown = [f for f in families if f not in FAMILY_PRESETS]
     if unknown:
         raise ValueError(f"unknown family {unknown[0]!r}; choose from {', '.join(FAMILY_PRESETS)}")
+    command = ("solrl bench convergence " + " ".join(sys.argv[3:] if len(sys.argv) > 3 else [])).strip()
+    if args.algorithms:  # objectives x families: one run per pair, one table
+        from . import bench
+
+        algorithms = [a for item in args.algorithms for a in item.split(",") if a]
+        unknown = [a for a in algorithms if a not in bench.ALGORITHM_OVERRIDES]
+        if unknown:
+            raise ValueError(f"unknown algorithm {unknown[0]!r}; choose from {', '.join(bench.ALGORITHM_OVERRIDES)}")
+        families = args.families or ["diffusionnft", "sol_rl"]
+        results = bench.run_objective_convergence(args.minutes, args.out, algorithms, families, args.overrides,
+                                                  args.skip_existing)
+        print(bench.write_objective_report(results, args.out, command, args.target).read_text())
+        return 0
     results = run_convergence(args.minutes, args.out, families, args.overrides, args.skip_existing)
-    command = "solrl bench convergence " + " ".join(sys.argv[3:] if len(sys.argv) > 3 else [])
-    print(write_convergence_report(results, args.out, command.strip()).read_text())
+    print(write_convergence_report(results, args.out, command).read_text())
     return 0
 
 
@@ -196,6 +208,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--families", nargs="+", default=None, help="subset of diffusionnft naive_scaling naive_quant sol_rl")
     p.add_argument("--out", default="runs/convergence", help="directory for the runs, convergence.png/.md/.json")
     p.add_argument("--skip-existing", action="store_true", help="reuse finished runs found in --out")
+    p.add_argument("--algorithms", nargs="+", default=None,
+                   help="objectives to compare, e.g. nft,flow_grpo,awm (each run on every --families, default "
+                        "diffusionnft and sol_rl: without and with two-stage exploration)")
+    p.add_argument("--target", type=float, default=None,
+                   help="held-out reward for the time-to-target column (default: nft on diffusionnft's final)")
     p.set_defaults(fn=cmd_bench)
 
     p = sub.add_parser("pretrain-toy", help="pretrain the toy base model by rectified flow on rendered scenes")
