@@ -171,3 +171,28 @@ def test_toy_refuses_diffusers_only_options():
 def test_an_unreachable_hub_id_is_reported_with_the_id():
     with pytest.raises(FileNotFoundError, match="no-such-org/no-such-model"):
         load_policy("sd3", "no-such-org/no-such-model")
+
+
+def test_prompt_embeds_of_unequal_lengths_concatenate_with_a_mask():
+    from solrl.models.base import PromptEmbeds
+
+    a = PromptEmbeds(torch.ones(1, 2, 3))
+    b = PromptEmbeds(torch.ones(2, 4, 3), None, torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]]))
+    both = PromptEmbeds.cat([a, b])
+    assert both.states.shape == (3, 4, 3) and both.pooled is None
+    assert both.mask.tolist() == [[1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]]
+    assert both.states[0, 2:].abs().sum() == 0
+    assert both.to(dtype=torch.float64).mask.dtype == torch.long  # the mask keeps its dtype
+    assert both.index(torch.tensor([2])).mask.tolist() == [[1, 1, 1, 1]]
+    assert len(both.repeat_interleave(2)) == 6
+
+
+def test_memory_options_reach_the_modules(pipeline_dirs):
+    policy = load_policy("sd3", str(pipeline_dirs("sd3")), resolution=32, gradient_checkpointing=True, vae_tiling=True,
+                         options=OPTIONS)
+    assert policy.transformer.gradient_checkpointing and policy.pipe.vae.use_tiling
+    x = torch.randn(1, *policy.sample_shape, requires_grad=True)
+    policy.velocity(x, torch.tensor([0.5]), policy.encode_prompts(["a red cat"])).square().mean().backward()
+    assert x.grad is not None and torch.isfinite(x.grad).all()
+    with pytest.raises(ValueError, match="unknown model.options"):
+        load_policy("sd3", str(pipeline_dirs("sd3")), options={"max_seq_len": 8})
