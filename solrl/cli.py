@@ -150,6 +150,18 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    from .report import write_report
+
+    page = write_report(args.run, args.out)
+    print(f"wrote {page} (self-contained; PNGs beside it)")
+    if args.screenshot:
+        from .screenshot import screenshot
+
+        print(f"wrote {screenshot(page, args.screenshot)}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="solrl", description="RL post-training of text-to-image flow models (Sol-RL, DiffusionNFT).")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -215,6 +227,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="held-out reward for the time-to-target column (default: nft on diffusionnft's final)")
     p.set_defaults(fn=cmd_bench)
 
+    p = sub.add_parser("report", help="HTML page + PNGs of a run: rewards, losses, timings, proxy fidelity, sample grids, config")
+    p.add_argument("run", help="a training run's out_dir")
+    p.add_argument("--out", default=None, help="output directory (default RUN/report)")
+    p.add_argument("--screenshot", default=None, help="also render the page to this PNG with headless Chromium")
+    p.set_defaults(fn=cmd_report)
+
     p = sub.add_parser("pretrain-toy", help="pretrain the toy base model by rectified flow on rendered scenes")
     p.add_argument("--out", default="runs/pretrain_toy", help="output directory (safetensors + training.json)")
     p.add_argument("--steps", type=int, default=2000, help="optimizer steps (default 2000, 15-18 min on 2 cores)")
@@ -226,10 +244,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .checkpoint import CheckpointError
+    from .rewards.guard import RewardFault
+
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (ValueError, KeyError, FileNotFoundError) as exc:  # ConfigError is a ValueError
+    except (ValueError, KeyError, FileNotFoundError, CheckpointError, RewardFault) as exc:  # ConfigError is a ValueError
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"solrl {args.command}: error: {msg}", file=sys.stderr)
         return 2

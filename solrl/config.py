@@ -46,6 +46,9 @@ class SamplingConfig:
 class RewardConfig:
     name: str = "geneval"            # see solrl.rewards.REWARDS
     weights: dict[str, float] = field(default_factory=dict)  # for name=multi: reward name -> weight
+    options: dict[str, typing.Any] = field(default_factory=dict)  # keyword arguments of the reward (model path, device, ...)
+    on_fault: str = "skip"           # skip | stop: what a raising / hanging / NaN reward does (docs/reliability.md)
+    timeout_seconds: float = 0.0     # give up on a reward call after this long (0 = wait forever)
 
 
 @dataclass
@@ -110,7 +113,6 @@ class TrainConfig:
     awm_old_kl_coef: float = 1.0     # AWM: weight of mean (v_theta - v_old)^2, its EMA-policy regulariser (recipe: 1)
     awm_ref_kl_coef: float = 0.003   # AWM: weight of mean (v_theta - v_ref)^2 (recipe: 0.003)
     awm_weighting: str = "ghuber"    # AWM: uniform | ghuber (the recipe's: t (l^0.25 - d) / 0.25 on the matching error l)
-
 
 
 @dataclass

@@ -24,9 +24,13 @@ def load_prompts(source: str) -> list[str]:
         for n, line in enumerate(path.read_text().splitlines(), start=1):
             if not line.strip():
                 continue
-            record = json.loads(line)
-            if "prompt" not in record:
-                raise ValueError(f"{path}:{n}: record has no 'prompt' field (keys: {', '.join(record)})")
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{n}: not valid JSON ({exc.msg}); each line must be an object like {{\"prompt\": \"...\"}}") from None
+            if not isinstance(record, dict) or "prompt" not in record:
+                keys = ", ".join(record) if isinstance(record, dict) else type(record).__name__
+                raise ValueError(f"{path}:{n}: record has no 'prompt' field (got {keys}); each line must be an object like {{\"prompt\": \"...\"}}")
             prompts.append(str(record["prompt"]))
     elif suffix == ".parquet":
         import pyarrow.parquet as pq
@@ -40,3 +44,18 @@ def load_prompts(source: str) -> list[str]:
     if not prompts:
         raise ValueError(f"{path}: the prompt file is empty; put one prompt per line (txt) or one {{\"prompt\": ...}} per line (jsonl)")
     return prompts
+
+
+def check_prompt_lengths(policy, prompts: list[str], source: str) -> None:
+    """Refuse prompts longer than the text encoder reads: it would silently cut them, so the model
+    would be trained and judged on different texts. Policies without a limit are not checked."""
+    count = getattr(policy, "count_prompt_tokens", None)
+    limit = getattr(policy, "max_prompt_tokens", None)
+    if count is None or limit is None:
+        return
+    lengths = count(prompts)
+    long = [(i, n) for i, n in enumerate(lengths) if n > limit]
+    if long:
+        i, n = long[0]
+        raise ValueError(f"prompt source {source!r}: {len(long)} prompt(s) exceed the text encoder's limit of {limit} tokens, "
+                         f"e.g. #{i} ({n} tokens): {prompts[i][:80]!r}; shorten or remove them")

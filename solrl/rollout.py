@@ -52,6 +52,7 @@ class RolloutBatch:
     train_timesteps: torch.Tensor   # the rollout grid's T timesteps (t > 0), float
     seconds: dict[str, float] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
+    proxy_rewards: torch.Tensor | None = None  # [N] explore-stage rewards of the kept seeds (sol_rl), for fidelity plots
 
 
 @dataclass
@@ -73,7 +74,9 @@ def _score(reward, policy, samples, prompts):
     try:
         return reward(policy.decode(samples), prompts)
     except Exception as exc:  # any failure inside a reward model is reported the same way
-        raise RewardError(f"reward {getattr(reward, 'name', type(reward).__name__)!r} raised {type(exc).__name__}: {exc}") from exc
+        where = f"prompt {prompts[0]!r}" + (f" and {len(set(prompts)) - 1} other(s)" if len(set(prompts)) > 1 else "")
+        raise RewardError(f"reward {getattr(reward, 'name', type(reward).__name__)!r} raised {type(exc).__name__}: {exc} "
+                          f"(scoring {len(prompts)} images of {where})") from exc
 
 
 def generate_and_score(policy, reward, prompts, seeds, steps, spec: RolloutSpec, velocity=None, keep=True):
@@ -159,9 +162,12 @@ def run_rollout(policy, reward, group_prompts: list[str], seeds: list[int], spec
                     policy, reward, prompts, seeds, spec.full_steps, spec)
                 metrics["proxy_full_spearman"] = _mean_spearman(proxy[idx], scores, groups)
                 metrics["proxy_reward_mean"] = float(proxy.mean())
+                metrics["proxy_reward_std"] = float(proxy.std())
+                metrics["selected_proxy_std"] = float(proxy[idx].std())
     seconds["rollout"] = sum(v for k, v in seconds.items() if k not in ("select",) and not k.startswith("reward"))
     seconds["reward_total"] = sum(v for k, v in seconds.items() if k.startswith("reward") and k != "reward_total")
     steps = spec.explore_steps if spec.family == "naive_quant" else spec.full_steps
     grid = timesteps(steps, policy.shift)[:-1].float()
     group_ids = torch.arange(groups).repeat_interleave(spec.group_size)
-    return RolloutBatch(prompts, group_ids, seeds, samples, scores, parts, grid, seconds, metrics)
+    kept_proxy = proxy[idx] if spec.family == "sol_rl" else None
+    return RolloutBatch(prompts, group_ids, seeds, samples, scores, parts, grid, seconds, metrics, kept_proxy)

@@ -21,7 +21,7 @@ import yaml
 from .algorithms.nft import ADV_MODES, DECAY_SCHEDULES, group_advantages, old_policy_decay
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import Config, ConfigError, to_dict
-from .data import load_prompts
+from .data import check_prompt_lengths, load_prompts
 from .evaluate import evaluate
 from .metrics_log import MetricsLogger
 from .models import load_policy, policy_options
@@ -29,6 +29,7 @@ from .models.lora import (ROLLOUT, TRAINED, adapter, adapter_params, adapter_sta
                           load_adapter_state, lora_config)
 from .objectives import build_objective, objective_config_errors
 from .rewards import build_reward
+from .rewards.guard import FAULT_POLICIES, RewardFault, guard_reward, reward_kwargs
 from .rollout import FAMILIES, RewardError, RolloutSpec, rollout_seeds
 from .selection import SELECTION_MODES
 
@@ -45,9 +46,21 @@ def validate_train_config(cfg: Config) -> None:
          f"train.old_policy_decay_schedule {t.old_policy_decay_schedule!r} is not one of {', '.join(DECAY_SCHEDULES)}"),
         (t.old_policy_decay is None or 0 <= t.old_policy_decay < 1, f"train.old_policy_decay must be in [0, 1); got {t.old_policy_decay}"),
         (0 < t.timestep_fraction <= 1, f"train.timestep_fraction must be in (0, 1]; got {t.timestep_fraction}"),
+        (t.lr > 0, f"train.lr must be > 0; got {t.lr}"),
+        (t.iterations >= 0, f"train.iterations must be >= 0; got {t.iterations}"),
+        (t.time_budget_minutes >= 0, f"train.time_budget_minutes must be >= 0 (0 = no limit); got {t.time_budget_minutes}"),
+        (t.keep_checkpoints >= 1, f"train.keep_checkpoints must be >= 1 (a run must be resumable); got {t.keep_checkpoints}"),
+        (cfg.sampling.steps >= 1, f"sampling.steps must be >= 1; got {cfg.sampling.steps}"),
+        (cfg.sampling.batch_size >= 1, f"sampling.batch_size must be >= 1; got {cfg.sampling.batch_size}"),
+        (cfg.rollout.explore_steps >= 1, f"rollout.explore_steps must be >= 1; got {cfg.rollout.explore_steps}"),
+        (cfg.eval.seeds_per_prompt >= 1 and cfg.eval.steps >= 1,
+         f"eval.seeds_per_prompt and eval.steps must be >= 1; got {cfg.eval.seeds_per_prompt} and {cfg.eval.steps}"),
+        (cfg.lora.rank >= 1, f"lora.rank must be >= 1; got {cfg.lora.rank}"),
         (t.nft_beta > 0, f"train.nft_beta must be > 0; got {t.nft_beta}"),
         (t.micro_batch >= 1, f"train.micro_batch must be >= 1; got {t.micro_batch}"),
         (t.old_policy_update_interval >= 1, f"train.old_policy_update_interval must be >= 1; got {t.old_policy_update_interval}"),
+        (cfg.reward.on_fault in FAULT_POLICIES, f"reward.on_fault {cfg.reward.on_fault!r} is not one of {', '.join(FAULT_POLICIES)}"),
+        (cfg.reward.timeout_seconds >= 0, f"reward.timeout_seconds must be >= 0 (0 = no limit); got {cfg.reward.timeout_seconds}"),
         (cfg.sampling.solver in ("euler", "dpm2"), f"sampling.solver {cfg.sampling.solver!r} is not euler or dpm2"),
         (cfg.rollout.family in FAMILIES, f"rollout.family {cfg.rollout.family!r} is not one of {', '.join(FAMILIES)}"),
         (cfg.rollout.selection in SELECTION_MODES, f"rollout.selection {cfg.rollout.selection!r} is not one of {', '.join(SELECTION_MODES)}"),
@@ -101,7 +114,15 @@ class Trainer:
         self.run_dir = Path(cfg.out_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         torch.manual_seed(cfg.seed)
+        # cheap inputs first: a typo in a prompt file or reward name costs seconds, not a model load
+        self.prompts = load_prompts(cfg.train.prompts)
+        self.eval_prompts = load_prompts(cfg.eval.split)
+        if cfg.eval.max_prompts:
+            self.eval_prompts = self.eval_prompts[: cfg.eval.max_prompts]
+        self.reward = guard_reward(build_reward(cfg.reward.name, **reward_kwargs(cfg.reward)), cfg.reward)
         self.policy = load_policy(cfg.model.name, cfg.model.path, cfg.model.shift, **policy_options(cfg.model))
+        check_prompt_lengths(self.policy, self.prompts, cfg.train.prompts)
+        check_prompt_lengths(self.policy, self.eval_prompts, cfg.eval.split)
         self.model = self.policy.transformer
         self.lora_config = lora_config(cfg.lora.rank, cfg.lora.alpha, cfg.lora.init, cfg.lora.target_modules, cfg.lora.dropout)
         add_policy_adapters(self.model, self.lora_config)
@@ -112,11 +133,6 @@ class Trainer:
             self.engine = ExploreEngine(self.policy, cfg.rollout.explore_precision)
             log.info("explore engine: %s", self.engine.report.summary())
         self.model.train()
-        self.reward = build_reward(cfg.reward.name, **({"weights": cfg.reward.weights} if cfg.reward.name == "multi" else {}))
-        self.prompts = load_prompts(cfg.train.prompts)
-        self.eval_prompts = load_prompts(cfg.eval.split)
-        if cfg.eval.max_prompts:
-            self.eval_prompts = self.eval_prompts[: cfg.eval.max_prompts]
         params = list(adapter_params(self.model, TRAINED).values())
         self.optimizer = torch.optim.AdamW(params, lr=cfg.train.lr, betas=tuple(cfg.train.betas), weight_decay=cfg.train.weight_decay)
         self.state = TrainState()
@@ -125,7 +141,8 @@ class Trainer:
         if resume:
             self._restore(load_checkpoint(resume))
         (self.run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
-        self.logger = MetricsLogger(self.run_dir, wandb_project=cfg.wandb_project, config=to_dict(cfg))
+        self.logger = MetricsLogger(self.run_dir, wandb_project=cfg.wandb_project, config=to_dict(cfg),
+                                    resume_step=self.state.iteration if resume else None)
 
     # ---- checkpoints -------------------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -226,13 +243,20 @@ class Trainer:
         try:
             batch = self.objective.rollout(self, group_prompts, seeds, spec, selection_rng, iteration)
         except RewardError as exc:
+            if self.cfg.reward.on_fault == "stop":
+                raise RewardFault(f"iteration {iteration}: {exc} (reward.on_fault=stop; set it to skip to lose the iteration instead)") from exc
             self.state.skipped_in_a_row += 1
             log.error("iteration %d skipped: %s", iteration, exc)
             if self.state.skipped_in_a_row >= cfg.max_skipped_iterations:
-                raise RuntimeError(f"{self.state.skipped_in_a_row} iterations in a row lost to reward failures; last: {exc}") from exc
+                raise RewardFault(f"{self.state.skipped_in_a_row} iterations in a row lost to reward failures; last: {exc}") from exc
             return None
         self.state.skipped_in_a_row = 0
         self.model.train()
+        if self.cfg.reward.on_fault == "stop":
+            _refuse_non_finite(batch, iteration)
+        if batch.proxy_rewards is not None:  # what the report's proxy-fidelity scatter is drawn from
+            self.logger.log("selection", iteration + 1, {"group_ids": batch.group_ids.tolist(),
+                                                         "proxy": _floats(batch.proxy_rewards), "full": _floats(batch.rewards)})
         batch, dropped = _drop_non_finite(batch)
         if dropped:
             log.warning("iteration %d: reward returned %d non-finite values; those samples (and groups left with < 2) were dropped",
@@ -323,6 +347,20 @@ class Trainer:
         (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         self.logger.close()
         return summary
+
+def _floats(values: torch.Tensor) -> list:
+    """JSON-safe list: NaN / inf become None."""
+    return [v if math.isfinite(v) else None for v in values.float().tolist()]
+
+
+def _refuse_non_finite(batch, iteration: int) -> None:
+    bad = (~torch.isfinite(batch.rewards)).nonzero().flatten().tolist()
+    if bad:
+        i = bad[0]
+        raise RewardFault(f"iteration {iteration}: reward returned {float(batch.rewards[i])} for prompt {batch.prompts[i]!r} "
+                          f"(seed {batch.seeds[i]}; {len(bad)} non-finite in all) with reward.on_fault=stop; fix the reward "
+                          "or set reward.on_fault=skip to drop such samples")
+
 
 def _drop_non_finite(batch):
     """Drop samples with NaN/inf rewards and groups left with fewer than two samples."""

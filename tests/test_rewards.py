@@ -78,6 +78,14 @@ def test_multi_reward_is_the_weighted_sum_and_reports_parts():
     assert set(result.parts) == {"geneval", "geneval/strict", "jpeg_compressibility"}
     with pytest.raises(ValueError, match="weights"):
         build_reward("multi", weights={})
+    with pytest.raises(ValueError, match="reward.options names ocr, which reward.weights does not"):
+        build_reward("multi", weights={"geneval": 1.0}, ocr={})
+
+
+def test_multi_reward_passes_options_to_its_parts():
+    multi = build_reward("multi", weights={"geneval": 1.0, "vlm_ocr": 0.5},
+                         vlm_ocr={"base_url": "http://127.0.0.1:9/v1", "model": "judge", "retries": 0})
+    assert multi.rewards["vlm_ocr"].request["retries"] == 0
 
 
 def test_unknown_reward_name_lists_the_valid_ones():

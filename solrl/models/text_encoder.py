@@ -23,6 +23,10 @@ class MiniLMEncoder:
         self.max_tokens = max_tokens
         self._cache: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
 
+    def token_counts(self, prompts: list[str]) -> list[int]:
+        """Tokens of each prompt, special tokens included, before any truncation."""
+        return [len(ids) for ids in self.tokenizer(list(prompts), truncation=False)["input_ids"]]
+
     @torch.no_grad()
     def _encode_new(self, prompts: list[str]) -> None:
         batch = self.tokenizer(prompts, padding="max_length", truncation=True, max_length=self.max_tokens, return_tensors="pt")

@@ -62,6 +62,13 @@ class ToyPolicy:
         info = json.loads(info_file.read_text()) if info_file.exists() else {}
         return cls(transformer, shift=shift if shift is not None else info.get("sampling_shift", 1.0))
 
+    @property
+    def max_prompt_tokens(self) -> int:
+        return self.text_encoder.max_tokens
+
+    def count_prompt_tokens(self, prompts: list[str]) -> list[int]:
+        return self.text_encoder.token_counts(prompts)
+
     def encode_prompts(self, prompts: list[str]) -> PromptEmbeds:
         return self.text_encoder(list(prompts))
 

@@ -10,13 +10,17 @@ from .base import REWARDS, Reward, RewardResult
 class MultiReward(Reward):
     name = "multi"
 
-    def __init__(self, weights: dict[str, float]):
+    def __init__(self, weights: dict[str, float], **part_options: dict):
+        """`part_options`: keyword arguments per part, e.g. reward.options={pickscore: {device: cuda}}."""
         if not weights:
             raise ValueError("reward 'multi' needs weights, e.g. reward.weights={geneval: 1.0, jpeg_compressibility: 0.1}")
+        unknown = sorted(set(part_options) - set(weights))
+        if unknown:
+            raise ValueError(f"reward.options names {', '.join(unknown)}, which reward.weights does not; options go per part")
         from .base import build_reward
 
         self.weights = dict(weights)
-        self.rewards = {name: build_reward(name) for name in self.weights}
+        self.rewards = {name: build_reward(name, **part_options.get(name, {})) for name in self.weights}
 
     def score(self, images, prompts):
         total = torch.zeros(images.shape[0])

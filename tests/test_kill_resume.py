@@ -1,0 +1,104 @@
+"""kill -9 a training process again and again (once in the middle of a checkpoint write), resume
+each time with --resume auto, and get exactly the weights and logs of an uninterrupted run."""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from solrl.checkpoint import list_checkpoints, load_checkpoint
+
+pytestmark = pytest.mark.slow
+ITERATIONS = 16
+HERE = Path(__file__).parent
+
+
+def _config(tiny_toy_dir, path):
+    cfg = {
+        "model": {"path": str(tiny_toy_dir)}, "reward": {"name": "jpeg_compressibility"},
+        "sampling": {"steps": 3, "batch_size": 8}, "lora": {"rank": 4, "alpha": 8},
+        "train": {"iterations": ITERATIONS, "prompts_per_iter": 2, "group_size": 3, "micro_batch": 4, "timestep_fraction": 0.67,
+                  "lr": 1e-2, "eval_every": 4, "checkpoint_every": 1, "keep_checkpoints": 2},
+        "eval": {"max_prompts": 2, "seeds_per_prompt": 1, "steps": 2},
+    }
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _env():
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE.parent)}
+
+
+def _train(config, run, *prefix):
+    cmd = [sys.executable, *prefix] if prefix else [sys.executable, "-m", "solrl"]
+    return subprocess.Popen([*cmd, "train", str(config), f"out_dir={run}", "--resume", "auto", "--quiet"], env=_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _newest(run) -> int:
+    found = list_checkpoints(Path(run) / "checkpoints")
+    return int(found[-1].stem.split("_")[1]) if found else 0
+
+
+def _wait_for(predicate, proc, timeout=120.0) -> bool:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.02)
+    raise TimeoutError("training made no progress")
+
+
+def _steps(path):
+    return [json.loads(line)["step"] for line in Path(path).read_text().splitlines()]
+
+
+def test_kill_nine_and_resume_reproduces_an_uninterrupted_run(tiny_toy_dir, tmp_path):
+    config = _config(tiny_toy_dir, tmp_path / "cfg.yaml")
+    reference, run = tmp_path / "reference", tmp_path / "killed"
+    straight = _train(config, reference)
+
+    # 1) killed while writing a checkpoint: data on disk, seal not yet written
+    marker = tmp_path / "writing"
+    proc = _train(config, run, str(HERE / "_train_with_slow_save.py"), str(marker))
+    assert _wait_for(marker.exists, proc), proc.stderr.read().decode()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert list((run / "checkpoints").glob("*.tmp")) and not list_checkpoints(run / "checkpoints")
+    kills = 1
+
+    # 2) killed at random moments after some progress, five times
+    rng = random.Random(1234)
+    while kills < 6:
+        before = _newest(run)
+        proc = _train(config, run)
+        progressed = _wait_for(lambda before=before: _newest(run) > before, proc)
+        assert progressed, f"the resumed process exited early: {proc.stderr.read().decode()[-2000:]}"
+        time.sleep(rng.uniform(0.0, 0.5))
+        if proc.poll() is not None:
+            break  # it finished before the kill landed
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        kills += 1
+    assert kills == 6, "the run finished before it was killed six times"
+
+    final = _train(config, run)
+    assert final.wait(timeout=300) == 0, final.stderr.read().decode()[-2000:]
+    assert straight.wait(timeout=300) == 0, straight.stderr.read().decode()[-2000:]
+
+    a, b = load_checkpoint(reference), load_checkpoint(run)
+    assert a["iteration"] == b["iteration"] == ITERATIONS and a["optimizer_step"] == b["optimizer_step"]
+    for key in ("lora_default", "lora_old"):
+        for name, value in a[key].items():
+            assert torch.equal(value, b[key][name]), (key, name)
+    assert _steps(run / "train.jsonl") == list(range(1, ITERATIONS + 1))  # nothing logged twice or lost
+    assert _steps(run / "eval.jsonl") == _steps(reference / "eval.jsonl") == [0, 4, 8, 12, 16]

@@ -1,0 +1,55 @@
+"""`solrl report`: the page a user looks at, checked in a real headless browser."""
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from solrl.cli import main
+from solrl.config import load_config
+from solrl.screenshot import find_browser, screenshot
+from solrl.trainer import Trainer
+
+
+@pytest.fixture(scope="module")
+def sol_rl_run(tiny_toy_dir, tmp_path_factory):
+    run = tmp_path_factory.mktemp("report_run")
+    cfg = load_config(None, [
+        f"model.path={tiny_toy_dir}", f"out_dir={run}", "reward.name=jpeg_compressibility", "sampling.steps=3",
+        "sampling.batch_size=16", "lora.rank=2", "lora.alpha=4", "rollout.family=sol_rl", "rollout.explore_seeds=6",
+        "rollout.explore_steps=2", "rollout.explore_precision=fp8", "train.iterations=3", "train.prompts_per_iter=2",
+        "train.group_size=4", "train.eval_every=1", "eval.max_prompts=2", "eval.seeds_per_prompt=1", "eval.steps=2",
+    ])
+    Trainer(cfg, quiet=True).train()
+    return run
+
+
+def test_report_holds_every_section_of_a_sol_rl_run(sol_rl_run, capsys):
+    assert main(["report", str(sol_rl_run)]) == 0
+    out = sol_rl_run / "report"
+    page = (out / "index.html").read_text()
+    for section in ("Reward", "Losses", "Timings", "Proxy fidelity and selection", "Held-out samples over training", "Configuration"):
+        assert f"<h2>{section}</h2>" in page, section
+    assert page.count("data:image/png;base64,") == 4 + 4  # four plots, four evaluation grids (iterations 0-3)
+    assert "rollout_family" not in page and "sol_rl" in page and "explore_precision: fp8" in page
+    for png in json.loads((out / "report.json").read_text())["figures"]:
+        assert Image.open(out / png).size[0] > 400
+    selection = [json.loads(line) for line in (sol_rl_run / "selection.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in selection] == [1, 2, 3] and all(len(r["proxy"]) == len(r["full"]) == 8 for r in selection)
+
+
+def test_report_on_a_directory_without_logs_says_what_it_needs(tmp_path, capsys):
+    assert main(["report", str(tmp_path)]) == 2
+    assert "holds no train.jsonl or eval.jsonl" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(find_browser() is None, reason="no headless Chromium on this machine (.ci/run installs Debian's chromium)")
+def test_report_renders_in_headless_chromium(sol_rl_run, tmp_path):
+    from solrl.report import write_report
+
+    page = write_report(sol_rl_run, tmp_path / "report")
+    shot = np.asarray(Image.open(screenshot(page, tmp_path / "shot.png", height=1800)).convert("RGB"))
+    assert shot.shape[:2] == (1800, 1200)
+    ink = (shot.min(axis=2) < 200).mean()  # share of pixels that are not (near) white
+    colours = len(np.unique(shot.reshape(-1, 3)[::7], axis=0))
+    assert ink > 0.03 and colours > 100, (ink, colours)
