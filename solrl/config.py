@@ -104,7 +104,7 @@ class TrainConfig:
     algorithm: str = "nft"           # nft | flow_grpo | flow_grpo_fast | dance_grpo | awm
     grpo_clip_range: float = 1e-4    # Flow-GRPO / DanceGRPO: PPO ratio clip (both papers: 1e-4)
     grpo_kl_coef: float = 0.04       # Flow-GRPO: weight of the closed-form step KL to the reference (paper: 0.04; 0 = off)
-    grpo_timestep_fraction: float = 0.99  # Flow-GRPO: share of the stochastic steps trained per sample (paper: 0.99)
+    grpo_timestep_fraction: float = 0.99  # Flow-GRPO: share of the SDE steps trained per sample (paper: 0.99; Fast trains its whole window)
     sde_type: str = "sde"            # Flow-GRPO sampler: sde (sigma_t = a sqrt(t / (1 - t))) | cps (coefficients-preserving)
     sde_noise_level: float = 0.7     # Flow-GRPO: a of the sde sampler (paper: 0.7); eta in [0, 1] of the cps sampler
     sde_window_size: int = 2         # Flow-GRPO-Fast: consecutive SDE steps, a random window in the first half (ODE elsewhere)

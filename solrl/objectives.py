@@ -38,9 +38,34 @@ def _seed(run_seed: int, iteration: int, purpose: str) -> int:
     return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
 
-def _add(sums: dict, metrics: dict, pieces: int) -> None:
+def _add(sums: dict, metrics: dict, weight: float) -> None:
     for key, value in metrics.items():
-        sums[key] = sums.get(key, 0.0) + value / pieces
+        sums[key] = sums.get(key, 0.0) + value * weight
+
+
+# Every draw of an update is a function of the sample's position in the whole iteration batch
+# (all ranks together), never of how the batch is split into ranks or micro-batches: so two
+# processes with half the prompt groups each take exactly the step one process takes.
+
+def batch_slots(grid: torch.Tensor, batch, fraction: float, gen: torch.Generator) -> torch.Tensor:
+    """This rank's rows of the per-sample timestep (or step) subsets drawn for the whole batch."""
+    chosen = select_timesteps(grid, batch.global_count, fraction, gen)
+    return chosen[batch.sample_offset: batch.sample_offset + len(batch.seeds)]
+
+
+def sample_noise(shape, base: int, positions: torch.Tensor, slot: int) -> torch.Tensor:
+    """Fresh training noise per (sample position, timestep slot), each from its own seed."""
+    draws = []
+    for position in positions.tolist():
+        seed = _seed(base, position, f"noise:{slot}")
+        draws.append(torch.randn(shape, generator=torch.Generator().manual_seed(seed)))
+    return torch.stack(draws)
+
+
+def chunk_weight(chunk: torch.Tensor, slots: int, batch) -> float:
+    """Share of the whole update one micro-batch carries: losses are means over its samples, the
+    update is the mean over every (sample, slot) pair of all ranks."""
+    return chunk.numel() / (slots * batch.global_count)
 
 
 class Objective:
@@ -59,10 +84,10 @@ class NFTObjective(Objective):
         cfg, policy = trainer.cfg.train, trainer.policy
         r = reward_prob(advantages, cfg.adv_clip_max, cfg.adv_mode)
         n = batch.samples.shape[0]
-        t_sel = select_timesteps(batch.train_timesteps, n, cfg.timestep_fraction, gen)  # [n, k]
+        t_sel = batch_slots(batch.train_timesteps, batch, cfg.timestep_fraction, gen)  # [n, k]
+        base = int(torch.randint(0, 1 << 62, (1,), generator=gen))
         cond_all = policy.encode_prompts(batch.prompts)
         chunks = [torch.arange(s, min(s + cfg.micro_batch, n)) for s in range(0, n, cfg.micro_batch)]
-        pieces = t_sel.shape[1] * len(chunks)
         device = batch.samples.device
         device_type = device.type
         sums: dict[str, float] = {}
@@ -70,7 +95,7 @@ class NFTObjective(Objective):
             for idx in chunks:
                 x0 = batch.samples[idx]
                 t = t_sel[idx, j].to(device)
-                eps = torch.randn(x0.shape, generator=gen).to(device)
+                eps = sample_noise(x0.shape[1:], base, idx + batch.sample_offset, j).to(device)
                 tt = t.view(-1, 1, 1, 1)
                 xt = (1 - tt) * x0 + tt * eps
                 cond = cond_all.index(idx)
@@ -81,8 +106,9 @@ class NFTObjective(Objective):
                 loss, metrics = nft_loss(v_theta.float(), v_old.float(), x0, xt, t, r[idx].to(device), cfg.nft_beta,
                                          cfg.adv_clip_max, cfg.adaptive_weight,
                                          None if v_ref is None else v_ref.float(), cfg.ref_kl_coef)
-                (loss / pieces).backward()
-                _add(sums, metrics, pieces)
+                weight = chunk_weight(idx, t_sel.shape[1], batch)
+                (loss * weight).backward()
+                _add(sums, metrics, weight)
         return sums, n * t_sel.shape[1]
 
 
@@ -92,10 +118,10 @@ class AWMObjective(Objective):
     def accumulate(self, trainer, batch, advantages, gen):
         cfg, policy, model = trainer.cfg.train, trainer.policy, trainer.model
         n = batch.samples.shape[0]
-        t_sel = select_timesteps(batch.train_timesteps, n, cfg.timestep_fraction, gen)
+        t_sel = batch_slots(batch.train_timesteps, batch, cfg.timestep_fraction, gen)
+        base = int(torch.randint(0, 1 << 62, (1,), generator=gen))
         cond_all = policy.encode_prompts(batch.prompts)
         chunks = [torch.arange(s, min(s + cfg.micro_batch, n)) for s in range(0, n, cfg.micro_batch)]
-        pieces = t_sel.shape[1] * len(chunks)
         device = batch.samples.device
         autocast = {"device_type": device.type, "dtype": torch.bfloat16, "enabled": cfg.autocast_bf16}
         sums: dict[str, float] = {}
@@ -103,7 +129,7 @@ class AWMObjective(Objective):
             for idx in chunks:
                 x0 = batch.samples[idx]
                 t = t_sel[idx, j].to(device)
-                eps = torch.randn(x0.shape, generator=gen).to(device)
+                eps = sample_noise(x0.shape[1:], base, idx + batch.sample_offset, j).to(device)
                 tt = t.view(-1, 1, 1, 1)
                 xt = (1 - tt) * x0 + tt * eps
                 cond = cond_all.index(idx)
@@ -119,8 +145,9 @@ class AWMObjective(Objective):
                     v_theta = policy.velocity(xt, t, cond)
                 loss, metrics = awm_loss(v_theta, x0, eps, t, advantages[idx].to(device), cfg.adv_clip_max, cfg.awm_weighting,
                                          v_old, cfg.awm_old_kl_coef, v_ref, cfg.awm_ref_kl_coef)
-                (loss / pieces).backward()
-                _add(sums, metrics, pieces)
+                weight = chunk_weight(idx, t_sel.shape[1], batch)
+                (loss * weight).backward()
+                _add(sums, metrics, weight)
         return sums, n * t_sel.shape[1]
 
 
@@ -135,7 +162,9 @@ class PolicyGradientObjective(Objective):
         else:
             self.kind = "flow" if t.sde_type == "sde" else "cps"
             self.noise_level, self.fraction, self.kl_coef = t.sde_noise_level, t.grpo_timestep_fraction, t.grpo_kl_coef
-        self.window_size = t.sde_window_size if algorithm == "flow_grpo_fast" else None
+        self.window_size = None
+        if algorithm == "flow_grpo_fast":  # the window is already the short list of trained steps: train all of it
+            self.window_size, self.fraction = t.sde_window_size, 1.0
 
     def sde_spec(self, run_seed: int, iteration: int, steps: int) -> SDESpec:
         window = None
@@ -155,11 +184,10 @@ class PolicyGradientObjective(Objective):
         rows = traj.rows(batch.seeds)
         n = rows.numel()
         trainable = traj.stochastic.nonzero().flatten()
-        steps = select_timesteps(trainable, n, self.fraction, gen)  # [n, k] step indices, random per sample
+        steps = batch_slots(trainable, batch, self.fraction, gen)  # [n, k] step indices, random per sample
         cond_all = policy.encode_prompts(batch.prompts)
         size = min(cfg.micro_batch, batch_size)  # each forward is padded to the rollout's batch shape
         chunks = [torch.arange(s, min(s + size, n)) for s in range(0, n, size)]
-        pieces = steps.shape[1] * len(chunks)
         device = traj.latents.device
         autocast = {"device_type": device.type, "dtype": torch.bfloat16, "enabled": cfg.autocast_bf16}
         sums: dict[str, float] = {}
@@ -184,9 +212,10 @@ class PolicyGradientObjective(Objective):
                     mean_ref, _ = sde.transition(x, v_ref.float(), t, t_next, traj.t_below_one)
                     kl = gaussian_kl_equal_std(mean, mean_ref, std).mean()
                     loss = loss + self.kl_coef * kl
-                (loss / pieces).backward()
+                weight = chunk_weight(idx, steps.shape[1], batch)
+                (loss * weight).backward()
                 max_dev = max(max_dev, metrics.pop("ratio_max_deviation"))
-                _add(sums, {**metrics, "loss": float(loss.detach()), "ref_kl": float(kl.detach())}, pieces)
+                _add(sums, {**metrics, "loss": float(loss.detach()), "ref_kl": float(kl.detach())}, weight)
         sums["ratio_max_deviation"] = max_dev
         return sums, n * steps.shape[1]
 
