@@ -77,18 +77,25 @@ def cmd_train(args) -> int:
     import logging
 
     from .config import load_config
+    from .distributed import init_world, shutdown
     from .trainer import Trainer
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    cfg = load_config(args.config, args.overrides)
-    resume = args.resume
-    if resume == "auto":
-        from .checkpoint import list_checkpoints
+    world = init_world()  # under torchrun: join the process group; alone: rank 0 of 1
+    level = logging.INFO if world.main else logging.WARNING  # one voice in the log
+    logging.basicConfig(level=level, format=f"%(asctime)s {'' if not world.active else f'[rank {world.rank}] '}%(name)s %(levelname)s %(message)s")
+    try:
+        cfg = load_config(args.config, args.overrides)
+        resume = args.resume
+        if resume == "auto":
+            from .checkpoint import list_checkpoints
 
-        resume = cfg.out_dir if list_checkpoints(Path(cfg.out_dir) / "checkpoints") else None
-    summary = Trainer(cfg, resume=resume, quiet=args.quiet).train()
-    print(json.dumps({k: v for k, v in summary.items() if k != "last_train_record"}, indent=2))
-    print(f"run directory: {cfg.out_dir} (curve.png, train.jsonl, eval.jsonl, checkpoints/, tb/)")
+            resume = cfg.out_dir if list_checkpoints(Path(cfg.out_dir) / "checkpoints") else None
+        summary = Trainer(cfg, resume=resume, quiet=args.quiet).train()
+    finally:
+        shutdown(world)
+    if world.main:
+        print(json.dumps({k: v for k, v in summary.items() if k != "last_train_record"}, indent=2))
+        print(f"run directory: {cfg.out_dir} (curve.png, train.jsonl, eval.jsonl, checkpoints/, tb/)")
     return 0
 
 

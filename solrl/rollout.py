@@ -53,6 +53,9 @@ class RolloutBatch:
     seconds: dict[str, float] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
     proxy_rewards: torch.Tensor | None = None  # [N] explore-stage rewards of the kept seeds (sol_rl), for fidelity plots
+    # where these samples sit in the iteration's whole batch (all ranks): the update's draws depend on it
+    sample_offset: int = 0
+    global_count: int = 0
 
 
 @dataclass
@@ -104,11 +107,13 @@ def generate_and_score(policy, reward, prompts, seeds, steps, spec: RolloutSpec,
 
 
 def _select(scores: torch.Tensor, groups: int, n: int, k: int, mode: str, generator) -> torch.Tensor:
-    """Flat indices of the K selected seeds of every group of N."""
+    """Flat indices of the K selected seeds of every group of N. `generator` is one generator for all
+    groups, or a function group -> generator (so a group's draw does not depend on its neighbours)."""
     bad = int((~torch.isfinite(scores)).sum())
     if bad:  # a selection over NaN ranks is meaningless: lose the iteration, say why
         raise RewardError(f"selection needs finite rewards, got {bad} NaN/inf among {scores.numel()}")
-    return torch.cat([g * n + select_seeds(scores[g * n:(g + 1) * n], k, mode, generator) for g in range(groups)])
+    pick = generator if callable(generator) else (lambda g: generator)
+    return torch.cat([g * n + select_seeds(scores[g * n:(g + 1) * n], k, mode, pick(g)) for g in range(groups)])
 
 
 def _mean_spearman(a: torch.Tensor, b: torch.Tensor, groups: int) -> float:

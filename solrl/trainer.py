@@ -22,6 +22,7 @@ from .algorithms.nft import ADV_MODES, DECAY_SCHEDULES, group_advantages, old_po
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import Config, ConfigError, to_dict
 from .data import check_prompt_lengths, load_prompts
+from .distributed import current_world, gather_objects, shard, sum_gradients
 from .evaluate import evaluate
 from .metrics_log import MetricsLogger
 from .models import load_policy, policy_options
@@ -109,10 +110,15 @@ class Trainer:
     def __init__(self, cfg: Config, resume: str | None = None, quiet: bool = False):
         validate_train_config(cfg)
         self.cfg = cfg
+        self.world = current_world()  # torchrun ranks; a lone process is rank 0 of 1
+        if cfg.train.prompts_per_iter % self.world.size:
+            raise ConfigError(f"train.prompts_per_iter={cfg.train.prompts_per_iter} does not divide among "
+                              f"{self.world.size} processes; use a multiple of {self.world.size}")
         self.objective = build_objective(cfg)  # train.algorithm: what rollout() and the update compute
-        self.quiet = quiet
+        self.quiet = quiet or not self.world.main
         self.run_dir = Path(cfg.out_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if self.world.main:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
         torch.manual_seed(cfg.seed)
         # cheap inputs first: a typo in a prompt file or reward name costs seconds, not a model load
         self.prompts = load_prompts(cfg.train.prompts)
@@ -140,9 +146,12 @@ class Trainer:
         self.eval_history: list[dict] = []
         if resume:
             self._restore(load_checkpoint(resume))
-        (self.run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
-        self.logger = MetricsLogger(self.run_dir, wandb_project=cfg.wandb_project, config=to_dict(cfg),
-                                    resume_step=self.state.iteration if resume else None)
+        if self.world.main:  # rank 0 alone writes the run directory
+            (self.run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+            self.logger = MetricsLogger(self.run_dir, wandb_project=cfg.wandb_project, config=to_dict(cfg),
+                                        resume_step=self.state.iteration if resume else None)
+        else:
+            self.logger = _SilentLogger()
 
     # ---- checkpoints -------------------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -176,7 +185,9 @@ class Trainer:
             log.warning("resuming %s with a different %s than it was trained with", ckpt["_path"], ", ".join(changed))
         log.info("resumed from %s at iteration %d", ckpt["_path"], self.state.iteration)
 
-    def save(self) -> Path:
+    def save(self) -> Path | None:
+        if not self.world.main:  # every rank holds the same state; one copy is written
+            return None
         return save_checkpoint(self.state_dict(), self.run_dir / "checkpoints", self.state.iteration, self.cfg.train.keep_checkpoints)
 
     # ---- one iteration -----------------------------------------------------------------------
@@ -184,8 +195,11 @@ class Trainer:
         cfg = self.cfg.train
         gen = torch.Generator().manual_seed(_iteration_seed(self.cfg.seed, iteration, "train"))
         self.optimizer.zero_grad(set_to_none=True)
-        sums, pairs = self.objective.accumulate(self, batch, advantages, gen)
+        sums, pairs = self.objective.accumulate(self, batch, advantages, gen) if batch is not None else ({}, 0)
         params = [p for p in adapter_params(self.model, TRAINED).values()]
+        sum_gradients(params, self.world)  # no-op for one process
+        if self.world.active:  # each rank's sums are weighted by its share of the batch: add them up
+            sums, pairs = _merge_metrics(gather_objects((sums, pairs), self.world))
         grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip))
         if math.isfinite(grad_norm):
             self.optimizer.step()
@@ -238,50 +252,75 @@ class Trainer:
         spec = self.rollout_spec()
         per_prompt = spec.group_size if spec.family == "diffusionnft" else spec.explore_seeds
         seeds = rollout_seeds(self.cfg.seed, iteration, len(group_prompts) * per_prompt)
-        selection_rng = torch.Generator().manual_seed(_iteration_seed(self.cfg.seed, iteration, "select"))
+        mine = shard(len(group_prompts), self.world)  # this rank's prompt groups, with all of their seeds
+
+        def selection_rng(group: int) -> torch.Generator:  # per global group: the split does not change a draw
+            return torch.Generator().manual_seed(_iteration_seed(self.cfg.seed, iteration, f"select:{mine.start + group}"))
+
         self.model.eval()
+        error = None
         try:
-            batch = self.objective.rollout(self, group_prompts, seeds, spec, selection_rng, iteration)
+            batch = self.objective.rollout(self, group_prompts[mine.start:mine.stop],
+                                           seeds[mine.start * per_prompt:mine.stop * per_prompt], spec, selection_rng, iteration)
         except RewardError as exc:
+            batch, error = None, exc
+        errors = [e for e in gather_objects(None if error is None else str(error), self.world) if e]
+        if errors:  # every rank takes the same decision
             if self.cfg.reward.on_fault == "stop":
-                raise RewardFault(f"iteration {iteration}: {exc} (reward.on_fault=stop; set it to skip to lose the iteration instead)") from exc
+                raise RewardFault(f"iteration {iteration}: {errors[0]} (reward.on_fault=stop; set it to skip to lose the iteration instead)") from error
             self.state.skipped_in_a_row += 1
-            log.error("iteration %d skipped: %s", iteration, exc)
+            log.error("iteration %d skipped: %s", iteration, errors[0])
             if self.state.skipped_in_a_row >= cfg.max_skipped_iterations:
-                raise RewardFault(f"{self.state.skipped_in_a_row} iterations in a row lost to reward failures; last: {exc}") from exc
+                raise RewardFault(f"{self.state.skipped_in_a_row} iterations in a row lost to reward failures; last: {errors[0]}") from error
             return None
         self.state.skipped_in_a_row = 0
         self.model.train()
+        batch.group_ids = batch.group_ids + mine.start
         if self.cfg.reward.on_fault == "stop":
             _refuse_non_finite(batch, iteration)
         if batch.proxy_rewards is not None:  # what the report's proxy-fidelity scatter is drawn from
-            self.logger.log("selection", iteration + 1, {"group_ids": batch.group_ids.tolist(),
-                                                         "proxy": _floats(batch.proxy_rewards), "full": _floats(batch.rewards)})
+            kept = gather_objects((batch.group_ids.tolist(), _floats(batch.proxy_rewards), _floats(batch.rewards)), self.world)
+            self.logger.log("selection", iteration + 1, {"group_ids": [g for k in kept for g in k[0]],
+                                                         "proxy": [v for k in kept for v in k[1]],
+                                                         "full": [v for k in kept for v in k[2]]})
         batch, dropped = _drop_non_finite(batch)
+        # the whole batch's rewards (every rank's, in rank order) set the advantages' statistics
+        local = (batch.rewards, batch.group_ids, batch.reward_parts) if batch is not None else None
+        shared = gather_objects((local, dropped), self.world)
+        dropped = sum(d for _, d in shared)
+        kept = [part for part, _ in shared if part is not None]
         if dropped:
             log.warning("iteration %d: reward returned %d non-finite values; those samples (and groups left with < 2) were dropped",
                         iteration, dropped)
-        if batch is None:
+        if not kept:
             log.error("iteration %d skipped: no group kept two finite rewards", iteration)
             return None
-        advantages, zero_std_ratio = group_advantages(batch.rewards, batch.group_ids, cfg.global_std)
+        rewards = torch.cat([r for r, _, _ in kept])
+        group_ids = torch.cat([g for _, g, _ in kept])
+        parts = {k: torch.cat([p[k] for _, _, p in kept]) for k in kept[0][2]}
+        advantages, zero_std_ratio = group_advantages(rewards, group_ids, cfg.global_std)
+        if batch is not None:
+            batch.sample_offset = sum(len(r) for r, _, _ in [p for p, _ in shared[:self.world.rank] if p is not None])
+            batch.global_count = len(rewards)
+            advantages = advantages[batch.sample_offset:batch.sample_offset + len(batch.rewards)]
         t_train = time.time()
         train_metrics = self._train_step(batch, advantages, iteration)
         decay, sync_seconds = self._refresh_old()
         now = time.time()
-        rewards = batch.rewards
+        seconds = batch.seconds if batch is not None else {}
         record = {
             "iteration": iteration + 1,
             "reward_mean": float(rewards.mean()), "reward_std": float(rewards.std()),
             "reward_min": float(rewards.min()), "reward_max": float(rewards.max()),
-            **{f"reward_{k}": float(v.float().mean()) for k, v in batch.reward_parts.items()},
+            **{f"reward_{k}": float(v.float().mean()) for k, v in parts.items()},
             "zero_std_ratio": zero_std_ratio, "dropped_samples": dropped,
             **train_metrics,
             "lr": self.optimizer.param_groups[0]["lr"], "old_decay": decay,
-            **{f"seconds_{k}": v for k, v in batch.seconds.items()},
+            **{f"seconds_{k}": v for k, v in seconds.items()},
             "seconds_sync": sync_seconds, "seconds_train": now - t_train, "seconds_iteration": now - t_start,
-            "images_per_second": len(batch.prompts) / max(batch.seconds["rollout"], 1e-9),
-            **batch.metrics,
+            "images_per_second": len(rewards) / max(seconds.get("rollout", 0.0), 1e-9),
+            "world_size": self.world.size,
+            **(batch.metrics if batch is not None else {}),
         }
         return record
 
@@ -300,7 +339,9 @@ class Trainer:
         """Wall-clock seconds of this run, earlier sessions included."""
         return self.state.elapsed + time.time() - self._session_start
 
-    def _record_eval(self) -> dict:
+    def _record_eval(self) -> dict | None:
+        if not self.world.main:  # rank 0 evaluates; the others wait for it at the next collective
+            return None
         summary = self.validate()
         summary.update({"iteration": self.state.iteration, "wall_seconds": round(self.elapsed(), 1)})
         self.eval_history.append(summary)
@@ -311,13 +352,14 @@ class Trainer:
         from tqdm import tqdm
 
         cfg = self.cfg.train
-        if not self.eval_history:
+        if not self.eval_history and self.world.main:
             base = self._record_eval()
             log.info("held-out reward before training: %.4f", base["mean_score"])
         bar = tqdm(total=cfg.iterations, initial=self.state.iteration, desc="train", disable=self.quiet, dynamic_ncols=True)
         last = {}
         while self.state.iteration < cfg.iterations:
-            if cfg.time_budget_minutes and self.elapsed() >= cfg.time_budget_minutes * 60:
+            over_budget = bool(cfg.time_budget_minutes) and self.elapsed() >= cfg.time_budget_minutes * 60
+            if gather_objects(over_budget, self.world)[0]:  # rank 0's clock decides for all
                 log.info("time budget of %.1f min reached after %d iterations", cfg.time_budget_minutes, self.state.iteration)
                 break
             record = self.run_iteration(self.state.iteration)
@@ -326,13 +368,17 @@ class Trainer:
                 record["wall_seconds"] = round(self.elapsed(), 1)
                 self.logger.log("train", self.state.iteration, record)
                 last = record
-                bar.set_postfix(reward=f"{record['reward_mean']:.3f}", heldout=f"{self.eval_history[-1]['mean_score']:.3f}")
+                if self.world.main:
+                    bar.set_postfix(reward=f"{record['reward_mean']:.3f}", heldout=f"{self.eval_history[-1]['mean_score']:.3f}")
             bar.update(1)
             if cfg.eval_every and self.state.iteration % cfg.eval_every == 0 and self.state.iteration < cfg.iterations:
                 self._record_eval()
             if cfg.checkpoint_every and self.state.iteration % cfg.checkpoint_every == 0:
                 self.save()
         bar.close()
+        if not self.world.main:
+            self.logger.close()
+            return {"iterations": self.state.iteration, "last_train_record": last}
         if self.eval_history[-1]["iteration"] != self.state.iteration:
             self._record_eval()
         self.save()
@@ -347,6 +393,25 @@ class Trainer:
         (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         self.logger.close()
         return summary
+
+def _merge_metrics(per_rank: list[tuple[dict, int]]) -> tuple[dict, int]:
+    """Metric sums of all ranks: weighted means add up; peaks (`*_max_deviation`) take the maximum."""
+    merged: dict[str, float] = {}
+    for sums, _ in per_rank:
+        for key, value in sums.items():
+            merged[key] = max(merged.get(key, value), value) if key.endswith("_max_deviation") else merged.get(key, 0.0) + value
+    return merged, sum(pairs for _, pairs in per_rank)
+
+
+class _SilentLogger:
+    """What ranks other than 0 log to: nothing."""
+
+    def log(self, stream: str, step: int, record: dict) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
 
 def _floats(values: torch.Tensor) -> list:
     """JSON-safe list: NaN / inf become None."""
