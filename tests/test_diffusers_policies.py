@@ -196,3 +196,16 @@ def test_memory_options_reach_the_modules(pipeline_dirs):
     assert x.grad is not None and torch.isfinite(x.grad).all()
     with pytest.raises(ValueError, match="unknown model.options"):
         load_policy("sd3", str(pipeline_dirs("sd3")), options={"max_seq_len": 8})
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_prompts_longer_than_the_text_encoder_reads_are_refused(family, pipeline_dirs):
+    from solrl.data import check_prompt_lengths
+
+    policy = _policy(family, pipeline_dirs(family))
+    assert policy.max_prompt_tokens == OPTIONS["max_sequence_length"]
+    policy.max_sequence_length = max(policy.count_prompt_tokens(PROMPTS))  # the tiny tokenizers split finely
+    check_prompt_lengths(policy, PROMPTS, "short.txt")
+    long_prompt = " and ".join(PROMPTS * 3)
+    with pytest.raises(ValueError, match=rf"long.txt.*1 prompt\(s\) exceed the text encoder's limit of {policy.max_sequence_length} tokens"):
+        check_prompt_lengths(policy, [*PROMPTS, long_prompt], "long.txt")

@@ -30,6 +30,7 @@ def _call_default(pipe, name: str):
 class SD3Policy(DiffusersPolicy):
     family = "sd3"
     pipeline_class = "StableDiffusion3Pipeline"
+    prompt_tokenizer = "tokenizer_3"  # T5
     default_hub_id = "stabilityai/stable-diffusion-3.5-medium"
     text_components = ("text_encoder", "text_encoder_2", "text_encoder_3")
     lora_target_modules = JOINT_ATTENTION
@@ -58,6 +59,7 @@ class FluxPolicy(DiffusersPolicy):
 
     family = "flux"
     pipeline_class = "FluxPipeline"
+    prompt_tokenizer = "tokenizer_2"  # T5
     default_hub_id = "black-forest-labs/FLUX.1-dev"
     text_components = ("text_encoder", "text_encoder_2")
     lora_target_modules = JOINT_ATTENTION

@@ -74,6 +74,7 @@ class DiffusersPolicy:
     packed = False                           # 2x2 token packing (FLUX, Qwen-Image)
     max_shift_default = 1.15                 # the pipeline's max_shift fallback for dynamic shifting
     extra_options: tuple[str, ...] = ()      # family-specific keys of model.options
+    prompt_tokenizer = "tokenizer"           # the tokenizer that max_sequence_length limits
     decode_batch_size = 4                    # VAE decodes are memory-hungry at 1024 px
 
     def __init__(self, pipe, device: str = "cpu", resolution: int | None = None, shift: float | None = None,
@@ -174,6 +175,15 @@ class DiffusersPolicy:
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
         return PromptEmbeds.cat(rows)
+
+    @property
+    def max_prompt_tokens(self) -> int | None:
+        """The long-context encoder's limit (the CLIP encoders' 77 tokens are cut by design in every pipeline)."""
+        return self.max_sequence_length if getattr(self.pipe, self.prompt_tokenizer, None) is not None else None
+
+    def count_prompt_tokens(self, prompts: list[str]) -> list[int]:
+        tokenizer = getattr(self.pipe, self.prompt_tokenizer)
+        return [len(ids) for ids in tokenizer(list(prompts), truncation=False)["input_ids"]]
 
     def velocity(self, x: torch.Tensor, t: torch.Tensor, cond: PromptEmbeds) -> torch.Tensor:
         cond = cond.to(device=x.device, dtype=self.dtype)
