@@ -16,6 +16,7 @@ iteration the clip never acts; it is kept so more steps per rollout stay well de
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 import torch
 
@@ -79,37 +80,57 @@ class Objective:
         raise NotImplementedError
 
 
+@dataclass
+class NoisedChunk:
+    """One micro-batch at one timestep slot: clean samples, their forward-process point, and its weight."""
+    idx: torch.Tensor       # rows of this rank's batch
+    x0: torch.Tensor
+    eps: torch.Tensor
+    t: torch.Tensor
+    xt: torch.Tensor
+    cond: object            # PromptEmbeds of the rows
+    weight: float           # share of the whole update (chunk_weight)
+
+
+def noised_chunks(trainer, batch, gen):
+    """The (micro-batch, timestep slot) pieces an update on clean samples trains on (nft, awm):
+    x_t = (1 - t) x0 + t eps at timesteps of the rollout grid, eps fresh per sample and slot."""
+    cfg = trainer.cfg.train
+    n = batch.samples.shape[0]
+    t_sel = batch_slots(batch.train_timesteps, batch, cfg.timestep_fraction, gen)  # [n, k]
+    base = int(torch.randint(0, 1 << 62, (1,), generator=gen))
+    cond_all = trainer.policy.encode_prompts(batch.prompts)
+    device = batch.samples.device
+    for j in range(t_sel.shape[1]):
+        for s in range(0, n, cfg.micro_batch):
+            idx = torch.arange(s, min(s + cfg.micro_batch, n))
+            x0 = batch.samples[idx]
+            t = t_sel[idx, j].to(device)
+            eps = sample_noise(x0.shape[1:], base, idx + batch.sample_offset, j).to(device)
+            tt = t.view(-1, 1, 1, 1)
+            yield NoisedChunk(idx, x0, eps, t, (1 - tt) * x0 + tt * eps, cond_all.index(idx),
+                              chunk_weight(idx, t_sel.shape[1], batch))
+
+
 class NFTObjective(Objective):
     def accumulate(self, trainer, batch, advantages, gen):
         cfg, policy = trainer.cfg.train, trainer.policy
         r = reward_prob(advantages, cfg.adv_clip_max, cfg.adv_mode)
-        n = batch.samples.shape[0]
-        t_sel = batch_slots(batch.train_timesteps, batch, cfg.timestep_fraction, gen)  # [n, k]
-        base = int(torch.randint(0, 1 << 62, (1,), generator=gen))
-        cond_all = policy.encode_prompts(batch.prompts)
-        chunks = [torch.arange(s, min(s + cfg.micro_batch, n)) for s in range(0, n, cfg.micro_batch)]
-        device = batch.samples.device
-        device_type = device.type
+        autocast = {"device_type": batch.samples.device.type, "dtype": torch.bfloat16, "enabled": cfg.autocast_bf16}
         sums: dict[str, float] = {}
-        for j in range(t_sel.shape[1]):
-            for idx in chunks:
-                x0 = batch.samples[idx]
-                t = t_sel[idx, j].to(device)
-                eps = sample_noise(x0.shape[1:], base, idx + batch.sample_offset, j).to(device)
-                tt = t.view(-1, 1, 1, 1)
-                xt = (1 - tt) * x0 + tt * eps
-                cond = cond_all.index(idx)
-                with torch.no_grad(), torch.autocast(device_type, torch.bfloat16, enabled=cfg.autocast_bf16):
-                    v_old, v_ref = trainer._old_and_ref(xt, t, cond)
-                with torch.autocast(device_type, torch.bfloat16, enabled=cfg.autocast_bf16):
-                    v_theta = policy.velocity(xt, t, cond)
-                loss, metrics = nft_loss(v_theta.float(), v_old.float(), x0, xt, t, r[idx].to(device), cfg.nft_beta,
-                                         cfg.adv_clip_max, cfg.adaptive_weight,
-                                         None if v_ref is None else v_ref.float(), cfg.ref_kl_coef)
-                weight = chunk_weight(idx, t_sel.shape[1], batch)
-                (loss * weight).backward()
-                _add(sums, metrics, weight)
-        return sums, n * t_sel.shape[1]
+        pairs = 0
+        for c in noised_chunks(trainer, batch, gen):
+            pairs += c.idx.numel()
+            with torch.no_grad(), torch.autocast(**autocast):
+                v_old, v_ref = trainer._old_and_ref(c.xt, c.t, c.cond)
+            with torch.autocast(**autocast):
+                v_theta = policy.velocity(c.xt, c.t, c.cond)
+            loss, metrics = nft_loss(v_theta.float(), v_old.float(), c.x0, c.xt, c.t, r[c.idx].to(c.t.device), cfg.nft_beta,
+                                     cfg.adv_clip_max, cfg.adaptive_weight,
+                                     None if v_ref is None else v_ref.float(), cfg.ref_kl_coef)
+            (loss * c.weight).backward()
+            _add(sums, metrics, c.weight)
+        return sums, pairs
 
 
 class AWMObjective(Objective):
@@ -117,38 +138,26 @@ class AWMObjective(Objective):
 
     def accumulate(self, trainer, batch, advantages, gen):
         cfg, policy, model = trainer.cfg.train, trainer.policy, trainer.model
-        n = batch.samples.shape[0]
-        t_sel = batch_slots(batch.train_timesteps, batch, cfg.timestep_fraction, gen)
-        base = int(torch.randint(0, 1 << 62, (1,), generator=gen))
-        cond_all = policy.encode_prompts(batch.prompts)
-        chunks = [torch.arange(s, min(s + cfg.micro_batch, n)) for s in range(0, n, cfg.micro_batch)]
-        device = batch.samples.device
-        autocast = {"device_type": device.type, "dtype": torch.bfloat16, "enabled": cfg.autocast_bf16}
+        autocast = {"device_type": batch.samples.device.type, "dtype": torch.bfloat16, "enabled": cfg.autocast_bf16}
         sums: dict[str, float] = {}
-        for j in range(t_sel.shape[1]):
-            for idx in chunks:
-                x0 = batch.samples[idx]
-                t = t_sel[idx, j].to(device)
-                eps = sample_noise(x0.shape[1:], base, idx + batch.sample_offset, j).to(device)
-                tt = t.view(-1, 1, 1, 1)
-                xt = (1 - tt) * x0 + tt * eps
-                cond = cond_all.index(idx)
-                v_old = v_ref = None
-                with torch.no_grad(), torch.autocast(**autocast):
-                    if cfg.awm_old_kl_coef > 0:
-                        with adapter(model, ROLLOUT):
-                            v_old = policy.velocity(xt, t, cond)
-                    if cfg.awm_ref_kl_coef > 0:
-                        with adapter(model, None):
-                            v_ref = policy.velocity(xt, t, cond)
-                with torch.autocast(**autocast):
-                    v_theta = policy.velocity(xt, t, cond)
-                loss, metrics = awm_loss(v_theta, x0, eps, t, advantages[idx].to(device), cfg.adv_clip_max, cfg.awm_weighting,
-                                         v_old, cfg.awm_old_kl_coef, v_ref, cfg.awm_ref_kl_coef)
-                weight = chunk_weight(idx, t_sel.shape[1], batch)
-                (loss * weight).backward()
-                _add(sums, metrics, weight)
-        return sums, n * t_sel.shape[1]
+        pairs = 0
+        for c in noised_chunks(trainer, batch, gen):
+            pairs += c.idx.numel()
+            v_old = v_ref = None
+            with torch.no_grad(), torch.autocast(**autocast):
+                if cfg.awm_old_kl_coef > 0:
+                    with adapter(model, ROLLOUT):
+                        v_old = policy.velocity(c.xt, c.t, c.cond)
+                if cfg.awm_ref_kl_coef > 0:
+                    with adapter(model, None):
+                        v_ref = policy.velocity(c.xt, c.t, c.cond)
+            with torch.autocast(**autocast):
+                v_theta = policy.velocity(c.xt, c.t, c.cond)
+            loss, metrics = awm_loss(v_theta, c.x0, c.eps, c.t, advantages[c.idx].to(c.t.device), cfg.adv_clip_max,
+                                     cfg.awm_weighting, v_old, cfg.awm_old_kl_coef, v_ref, cfg.awm_ref_kl_coef)
+            (loss * c.weight).backward()
+            _add(sums, metrics, c.weight)
+        return sums, pairs
 
 
 class PolicyGradientObjective(Objective):

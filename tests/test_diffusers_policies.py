@@ -18,7 +18,7 @@ from solrl.trainer import Trainer
 
 RESOLUTION = {"sd3": 32, "flux": 32, "sana": 32, "qwen_image": 32}
 EXPLORE = {"sd3": "int8", "flux": "nvfp4", "sana": "nvfp4", "qwen_image": "int8"}
-OPTIONS = {"max_sequence_length": 16}
+OPTIONS = {"max_sequence_length": 48}  # above the tiny tokenizers' counts of PROMPTS (they split finely)
 PROMPTS = ["a red cat", "two blue squares on a long table"]
 FAMILIES = list(RESOLUTION)
 
