@@ -41,6 +41,16 @@ def test_paper_presets_state_the_sol_rl_setting(path):
 def test_qwen_image_ocr_is_the_verl_omni_recipe():
     cfg = load_config(Path(CONFIGS[0]).parent / "qwen_image_ocr.yaml")
     t = cfg.train
-    assert (cfg.model.name, cfg.reward.name, cfg.rollout.family, cfg.lora.rank) == ("qwen_image", "ocr", "diffusionnft", 64)
+    assert (cfg.model.name, cfg.reward.name, cfg.rollout.family, cfg.lora.rank) == ("qwen_image", "vlm_ocr", "diffusionnft", 64)
     assert (t.group_size, t.nft_beta, t.ref_kl_coef, t.timestep_fraction) == (16, 0.1, 1e-4, 1.0)
     assert (t.old_policy_decay_schedule, t.old_policy_update_interval) == ("delayed_linear_to_0_999", 2)
+
+
+def test_preset_reward_options_build_the_reward(monkeypatch):
+    from solrl.rewards import build_reward
+    from solrl.rewards.guard import reward_kwargs
+
+    monkeypatch.setenv("SOLRL_VLM_BASE_URL", "http://127.0.0.1:9/v1")
+    cfg = load_config(Path(CONFIGS[0]).parent / "qwen_image_ocr.yaml")
+    reward = build_reward(cfg.reward.name, **reward_kwargs(cfg.reward))  # no request is sent until scoring
+    assert reward.model == "Qwen/Qwen3-VL-8B-Instruct" and reward.base_url == "http://127.0.0.1:9/v1"
