@@ -230,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--precision", nargs="+", default=["bf16"], help="explore recipes, e.g. fp32 bf16 int8 fp8 nvfp4")
     p.add_argument("--explore-steps", type=int, nargs="+", default=[6], help="explore step budgets (default 6)")
     p.add_argument("--full-steps", type=int, default=10, help="full-precision steps (default 10)")
-    p.add_argument("--select-k", type=int, default=0, help="K for the top/bottom selection match (default N/4, even)")
+    p.add_argument("--select-k", type=int, default=0, help="K for the top/bottom selection match (default N/2, even: the top and bottom N/4)")
     p.add_argument("--reward", default="geneval")
     p.add_argument("--solver", default="euler", choices=["euler", "dpm2"])
     p.add_argument("--batch-size", type=int, default=64)
