@@ -15,7 +15,6 @@ iteration the clip never acts; it is kept so more steps per rollout stay well de
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 import torch
@@ -27,16 +26,12 @@ from .algorithms.sde import gaussian_kl_equal_std, gaussian_log_prob
 from .config import ConfigError
 from .models.lora import ROLLOUT, adapter
 from .rollout import run_rollout
+from .seeding import derived_seed
 from .sde_rollout import SDESpec, padded_velocity, run_sde_rollout
 
 ALGORITHMS = ("nft", "flow_grpo", "flow_grpo_fast", "dance_grpo", "awm")
 POLICY_GRADIENT = ("flow_grpo", "flow_grpo_fast", "dance_grpo")
 SDE_TYPES = ("sde", "cps")
-
-
-def _seed(run_seed: int, iteration: int, purpose: str) -> int:
-    digest = hashlib.sha256(f"{run_seed}:{iteration}:{purpose}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
 
 def _add(sums: dict, metrics: dict, weight: float) -> None:
@@ -58,7 +53,7 @@ def sample_noise(shape, base: int, positions: torch.Tensor, slot: int) -> torch.
     """Fresh training noise per (sample position, timestep slot), each from its own seed."""
     draws = []
     for position in positions.tolist():
-        seed = _seed(base, position, f"noise:{slot}")
+        seed = derived_seed(base, position, f"noise:{slot}")
         draws.append(torch.randn(shape, generator=torch.Generator().manual_seed(seed)))
     return torch.stack(draws)
 
@@ -178,7 +173,7 @@ class PolicyGradientObjective(Objective):
     def sde_spec(self, run_seed: int, iteration: int, steps: int) -> SDESpec:
         window = None
         if self.window_size is not None:  # a fresh window per iteration, a pure function of (seed, iteration)
-            window = sde_window(steps, self.window_size, torch.Generator().manual_seed(_seed(run_seed, iteration, "sde_window")))
+            window = sde_window(steps, self.window_size, torch.Generator().manual_seed(derived_seed(run_seed, iteration, "sde_window")))
         return SDESpec(self.kind, self.noise_level, window)
 
     def rollout(self, trainer, group_prompts, seeds, spec, selection_rng, iteration):

@@ -82,9 +82,9 @@ def _score(reward, policy, samples, prompts):
                           f"(scoring {len(prompts)} images of {where})") from exc
 
 
-def generate_and_score(policy, reward, prompts, seeds, steps, spec: RolloutSpec, velocity=None, keep=True):
-    """Generate in batches and score each batch at once; samples are kept only if `keep`
-    (explore images are dropped as soon as they are scored). Returns (samples|None, scores, parts, gen_s, reward_s)."""
+def score_in_batches(policy, reward, prompts, seeds, spec: RolloutSpec, sample_batch):
+    """Run `sample_batch(prompts, seeds) -> (sample-space images, what to keep)` on batches of
+    spec.batch_size and score each batch as soon as it exists. Returns (kept list, scores, parts, gen_s, reward_s)."""
     device_type = next(policy.transformer.parameters()).device.type
     kept, scores, parts = [], [], {}
     gen_s = reward_s = 0.0
@@ -92,7 +92,7 @@ def generate_and_score(policy, reward, prompts, seeds, steps, spec: RolloutSpec,
         p, s = prompts[start:start + spec.batch_size], seeds[start:start + spec.batch_size]
         t0 = time.perf_counter()
         with torch.autocast(device_type, torch.bfloat16, enabled=spec.autocast):
-            x = generate(policy, p, s, steps, spec.solver, spec.guidance, batch_size=spec.batch_size, velocity=velocity).float()
+            x, keep = sample_batch(p, s)
         t1 = time.perf_counter()
         result = _score(reward, policy, x, p)
         reward_s += time.perf_counter() - t1
@@ -100,10 +100,20 @@ def generate_and_score(policy, reward, prompts, seeds, steps, spec: RolloutSpec,
         scores.append(result.scores)
         for k, v in result.parts.items():
             parts.setdefault(k, []).append(v)
-        if keep:
-            kept.append(x)
-    samples = torch.cat(kept) if keep and kept else None
-    return samples, torch.cat(scores), {k: torch.cat(v) for k, v in parts.items()}, gen_s, reward_s
+        if keep is not None:
+            kept.append(keep)
+    return kept, torch.cat(scores), {k: torch.cat(v) for k, v in parts.items()}, gen_s, reward_s
+
+
+def generate_and_score(policy, reward, prompts, seeds, steps, spec: RolloutSpec, velocity=None, keep=True):
+    """ODE samples, scored batch by batch; samples are kept only if `keep` (explore images are
+    dropped as soon as they are scored). Returns (samples|None, scores, parts, gen_s, reward_s)."""
+    def sample_batch(p, s):
+        x = generate(policy, p, s, steps, spec.solver, spec.guidance, batch_size=spec.batch_size, velocity=velocity).float()
+        return x, (x if keep else None)
+
+    kept, scores, parts, gen_s, reward_s = score_in_batches(policy, reward, prompts, seeds, spec, sample_batch)
+    return (torch.cat(kept) if kept else None), scores, parts, gen_s, reward_s
 
 
 def _select(scores: torch.Tensor, groups: int, n: int, k: int, mode: str, generator) -> torch.Tensor:

@@ -28,9 +28,9 @@ from .rollout import (
     RolloutBatch,
     RolloutSpec,
     _mean_spearman,
-    _score,
     _select,
     generate_and_score,
+    score_in_batches,
 )
 from .sampling import NOISE_DEVICE, NOISE_DTYPE, initial_noise, timesteps
 
@@ -154,23 +154,12 @@ def generate_sde(policy, prompts, seeds, steps: int, sde: SDESpec, batch_size: i
 
 def sde_generate_and_score(policy, reward, prompts, seeds, steps, spec: RolloutSpec, sde: SDESpec):
     """Batches of SDE trajectories, each scored at once. Returns (trajectory, scores, parts, gen_s, reward_s)."""
-    device_type = next(policy.transformer.parameters()).device.type
-    trajs, scores, parts = [], [], {}
-    gen_s = reward_s = 0.0
-    for start in range(0, len(prompts), spec.batch_size):
-        p, s = prompts[start:start + spec.batch_size], seeds[start:start + spec.batch_size]
-        t0 = time.perf_counter()
-        with torch.autocast(device_type, torch.bfloat16, enabled=spec.autocast):
-            traj = generate_sde(policy, p, s, steps, sde, spec.batch_size)
-        t1 = time.perf_counter()
-        result = _score(reward, policy, traj.latents[:, -1], p)
-        reward_s += time.perf_counter() - t1
-        gen_s += t1 - t0
-        trajs.append(traj)
-        scores.append(result.scores)
-        for k, v in result.parts.items():
-            parts.setdefault(k, []).append(v)
-    return SDETrajectory.cat(trajs), torch.cat(scores), {k: torch.cat(v) for k, v in parts.items()}, gen_s, reward_s
+    def sample_batch(p, s):
+        traj = generate_sde(policy, p, s, steps, sde, spec.batch_size)
+        return traj.latents[:, -1], traj
+
+    trajs, scores, parts, gen_s, reward_s = score_in_batches(policy, reward, prompts, seeds, spec, sample_batch)
+    return SDETrajectory.cat(trajs), scores, parts, gen_s, reward_s
 
 
 def run_sde_rollout(policy, reward, group_prompts: list[str], seeds: list[int], spec: RolloutSpec, sde: SDESpec,

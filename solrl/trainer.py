@@ -5,7 +5,6 @@ resumed run repeats exactly what an uninterrupted run would have done.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -32,6 +31,7 @@ from .objectives import build_objective, objective_config_errors
 from .rewards import build_reward
 from .rewards.guard import FAULT_POLICIES, RewardFault, guard_reward, reward_kwargs
 from .rollout import FAMILIES, RewardError, RolloutSpec, rollout_seeds
+from .seeding import derived_seed
 from .selection import SELECTION_MODES
 
 log = logging.getLogger("solrl.train")
@@ -77,13 +77,8 @@ def validate_train_config(cfg: Config) -> None:
         raise ConfigError(message)
 
 
-def _iteration_seed(run_seed: int, iteration: int, purpose: str) -> int:
-    digest = hashlib.sha256(f"{run_seed}:{iteration}:{purpose}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
-
-
 def prompt_order(prompts: list[str], run_seed: int, epoch: int) -> list[int]:
-    rng = np.random.default_rng(_iteration_seed(run_seed, epoch, "epoch"))
+    rng = np.random.default_rng(derived_seed(run_seed, epoch, "epoch"))
     return rng.permutation(len(prompts)).tolist()
 
 
@@ -193,7 +188,7 @@ class Trainer:
     # ---- one iteration -----------------------------------------------------------------------
     def _train_step(self, batch, advantages: torch.Tensor, iteration: int) -> dict:
         cfg = self.cfg.train
-        gen = torch.Generator().manual_seed(_iteration_seed(self.cfg.seed, iteration, "train"))
+        gen = torch.Generator().manual_seed(derived_seed(self.cfg.seed, iteration, "train"))
         self.optimizer.zero_grad(set_to_none=True)
         sums, pairs = self.objective.accumulate(self, batch, advantages, gen) if batch is not None else ({}, 0)
         params = [p for p in adapter_params(self.model, TRAINED).values()]
@@ -255,7 +250,7 @@ class Trainer:
         mine = shard(len(group_prompts), self.world)  # this rank's prompt groups, with all of their seeds
 
         def selection_rng(group: int) -> torch.Generator:  # per global group: the split does not change a draw
-            return torch.Generator().manual_seed(_iteration_seed(self.cfg.seed, iteration, f"select:{mine.start + group}"))
+            return torch.Generator().manual_seed(derived_seed(self.cfg.seed, iteration, f"select:{mine.start + group}"))
 
         self.model.eval()
         error = None

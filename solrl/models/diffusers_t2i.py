@@ -24,19 +24,10 @@ from pathlib import Path
 
 import torch
 
+from ..devices import torch_dtype
 from .base import PromptEmbeds
 
 log = logging.getLogger("solrl.models")
-
-DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-          "float16": torch.float16, "fp16": torch.float16}
-
-
-def torch_dtype(name: str) -> torch.dtype:
-    if name not in DTYPES:
-        raise ValueError(f"unknown model.dtype {name!r}; choose one of {', '.join(DTYPES)}")
-    return DTYPES[name]
-
 
 def pack_2x2(x: torch.Tensor) -> torch.Tensor:
     """[B, C, H, W] -> [B, (H/2)(W/2), 4C]: FLUX / Qwen-Image tokens, channel-major inside each 2x2 patch."""
@@ -127,7 +118,7 @@ class DiffusersPolicy:
         try:
             import diffusers
 
-            pipe = getattr(diffusers, cls.pipeline_class).from_pretrained(source, dtype=torch_dtype(dtype))
+            pipe = getattr(diffusers, cls.pipeline_class).from_pretrained(source, dtype=torch_dtype(dtype, "model.dtype"))
         except ImportError as exc:
             raise ImportError(f"{cls.family}: loading {source!r} needs the package {exc.name or exc}; "
                               f"install it (pip install {exc.name or 'diffusers transformers'})") from exc

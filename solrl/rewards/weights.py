@@ -9,26 +9,7 @@ import os
 
 import torch
 
-_DTYPES = {
-    "float32": torch.float32, "fp32": torch.float32,
-    "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-    "float16": torch.float16, "fp16": torch.float16,
-}
-
-
-def torch_dtype(dtype) -> torch.dtype:
-    if isinstance(dtype, torch.dtype):
-        return dtype
-    if dtype not in _DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(_DTYPES)}")
-    return _DTYPES[dtype]
-
-
-def torch_device(device) -> torch.device:
-    if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
-
+from ..devices import torch_device, torch_dtype  # noqa: F401  (re-exported for the reward loaders)
 
 def _looks_like_path(name: str) -> bool:
     # A hub id is exactly "owner/name"; anything else that is not on disk was meant as a path.
