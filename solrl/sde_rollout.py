@@ -177,6 +177,7 @@ def run_sde_rollout(policy, reward, group_prompts: list[str], seeds: list[int], 
         raise ValueError(f"{len(seeds)} seeds for {len(prompts)} samples")
     seconds: dict[str, float] = {}
     metrics: dict[str, float] = {}
+    kept_proxy = None
     with adapter(policy.transformer, ROLLOUT):
         if spec.family in ("diffusionnft", "naive_scaling"):
             traj, scores, parts, seconds["generate_full"], seconds["reward"] = sde_generate_and_score(
@@ -196,7 +197,8 @@ def run_sde_rollout(policy, reward, group_prompts: list[str], seeds: list[int], 
             prompts, seeds = [prompts[i] for i in idx.tolist()], [seeds[i] for i in idx.tolist()]
             traj, scores, parts, seconds["regenerate"], seconds["reward"] = sde_generate_and_score(
                 policy, reward, prompts, seeds, spec.full_steps, spec, sde)
-            metrics["proxy_full_spearman"] = _mean_spearman(proxy[idx], scores, groups)
+            kept_proxy = proxy[idx]
+            metrics["proxy_full_spearman"] = _mean_spearman(kept_proxy, scores, groups)
             metrics["proxy_reward_mean"] = float(proxy.mean())
         else:
             raise ValueError(f"unknown rollout family {spec.family!r}")
@@ -204,7 +206,8 @@ def run_sde_rollout(policy, reward, group_prompts: list[str], seeds: list[int], 
     seconds["reward_total"] = sum(v for k, v in seconds.items() if k.startswith("reward") and k != "reward_total")
     samples = traj.latents[traj.rows(seeds), -1]
     group_ids = torch.arange(groups).repeat_interleave(spec.group_size)
-    batch = RolloutBatch(prompts, group_ids, seeds, samples, scores, parts, traj.grid[:-1].float(), seconds, metrics)
+    batch = RolloutBatch(prompts, group_ids, seeds, samples, scores, parts, traj.grid[:-1].float(), seconds, metrics,
+                         kept_proxy)
     batch.trajectory = traj
     return batch
 

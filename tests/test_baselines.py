@@ -186,6 +186,9 @@ def test_flow_grpo_ratio_is_one_on_policy_and_not_off_policy(tiny_toy_dir, tmp_p
     record = trainer.run_iteration(0)
     assert record["trained_pairs"] > 0 and record["ratio_max_deviation"] <= 1e-6
     assert record["clipfrac"] == 0.0 and math.isfinite(record["loss"]) and record["ref_kl"] > 0
+    if family == "sol_rl":  # the kept seeds' proxy rewards reach selection.jsonl, as for nft, for the report
+        logged = (tmp_path / "on" / "selection.jsonl").read_text().splitlines()
+        assert len(logged) == 1 and '"proxy"' in logged[0]
     # the same path with a different rollout adapter moves the ratio: the check above can fail
     off = Trainer(_algo_cfg(tiny_toy_dir, tmp_path / "off", "flow_grpo", *extra), quiet=True)
     with torch.no_grad():
