@@ -116,14 +116,23 @@ def generate_and_score(policy, reward, prompts, seeds, steps, spec: RolloutSpec,
     return (torch.cat(kept) if kept else None), scores, parts, gen_s, reward_s
 
 
-def _select(scores: torch.Tensor, groups: int, n: int, k: int, mode: str, generator) -> torch.Tensor:
-    """Flat indices of the K selected seeds of every group of N. `generator` is one generator for all
-    groups, or a function group -> generator (so a group's draw does not depend on its neighbours)."""
+def _select(scores: torch.Tensor, groups: int, n: int, spec: RolloutSpec, generator, seconds: dict) -> torch.Tensor:
+    """Flat indices of the K selected seeds of every group of N (time in seconds["select"]).
+    `generator` is one generator for all groups, or a function group -> generator (so a group's draw
+    does not depend on its neighbours)."""
+    start = time.perf_counter()
     bad = int((~torch.isfinite(scores)).sum())
     if bad:  # a selection over NaN ranks is meaningless: lose the iteration, say why
         raise RewardError(f"selection needs finite rewards, got {bad} NaN/inf among {scores.numel()}")
     pick = generator if callable(generator) else (lambda g: generator)
-    return torch.cat([g * n + select_seeds(scores[g * n:(g + 1) * n], k, mode, pick(g)) for g in range(groups)])
+    idx = torch.cat([g * n + select_seeds(scores[g * n:(g + 1) * n], spec.group_size, spec.selection, pick(g))
+                     for g in range(groups)])
+    seconds["select"] = time.perf_counter() - start
+    return idx
+
+
+def _take(items: list, idx: torch.Tensor) -> list:
+    return [items[i] for i in idx.tolist()]
 
 
 def _mean_spearman(a: torch.Tensor, b: torch.Tensor, groups: int) -> float:
@@ -157,19 +166,15 @@ def run_rollout(policy, reward, group_prompts: list[str], seeds: list[int], spec
             samples, scores, parts, seconds["generate_full"], seconds["reward"] = generate_and_score(
                 policy, reward, prompts, seeds, spec.full_steps, spec)
             if selects:
-                t0 = time.perf_counter()
-                idx = _select(scores, groups, per_prompt, spec.group_size, spec.selection, generator)
-                seconds["select"] = time.perf_counter() - t0
+                idx = _select(scores, groups, per_prompt, spec, generator, seconds)
                 samples, scores, parts = samples[idx], scores[idx], {k: v[idx] for k, v in parts.items()}
-                prompts, seeds = [prompts[i] for i in idx.tolist()], [seeds[i] for i in idx.tolist()]
+                prompts, seeds = _take(prompts, idx), _take(seeds, idx)
         else:
             keep = spec.family == "naive_quant"
             explored, proxy, proxy_parts, seconds["explore"], seconds["reward_explore"] = generate_and_score(
                 policy, reward, prompts, seeds, spec.explore_steps, spec, velocity=engine.velocity, keep=keep)
-            t0 = time.perf_counter()
-            idx = _select(proxy, groups, per_prompt, spec.group_size, spec.selection, generator)
-            seconds["select"] = time.perf_counter() - t0
-            prompts, seeds = [prompts[i] for i in idx.tolist()], [seeds[i] for i in idx.tolist()]
+            idx = _select(proxy, groups, per_prompt, spec, generator, seconds)
+            prompts, seeds = _take(prompts, idx), _take(seeds, idx)
             if keep:
                 samples, scores, parts = explored[idx], proxy[idx], {k: v[idx] for k, v in proxy_parts.items()}
             else:

@@ -15,7 +15,6 @@ trajectory: refused.
 from __future__ import annotations
 
 import hashlib
-import time
 from dataclasses import dataclass
 
 import torch
@@ -29,6 +28,7 @@ from .rollout import (
     RolloutSpec,
     _mean_spearman,
     _select,
+    _take,
     generate_and_score,
     score_in_batches,
 )
@@ -183,18 +183,14 @@ def run_sde_rollout(policy, reward, group_prompts: list[str], seeds: list[int], 
             traj, scores, parts, seconds["generate_full"], seconds["reward"] = sde_generate_and_score(
                 policy, reward, prompts, seeds, spec.full_steps, spec, sde)
             if selects:
-                t0 = time.perf_counter()
-                idx = _select(scores, groups, per_prompt, spec.group_size, spec.selection, generator)
-                seconds["select"] = time.perf_counter() - t0
+                idx = _select(scores, groups, per_prompt, spec, generator, seconds)
                 scores, parts = scores[idx], {k: v[idx] for k, v in parts.items()}
-                prompts, seeds = [prompts[i] for i in idx.tolist()], [seeds[i] for i in idx.tolist()]
+                prompts, seeds = _take(prompts, idx), _take(seeds, idx)
         elif spec.family == "sol_rl":
             _, proxy, _, seconds["explore"], seconds["reward_explore"] = generate_and_score(
                 policy, reward, prompts, seeds, spec.explore_steps, spec, velocity=engine.velocity, keep=False)
-            t0 = time.perf_counter()
-            idx = _select(proxy, groups, per_prompt, spec.group_size, spec.selection, generator)
-            seconds["select"] = time.perf_counter() - t0
-            prompts, seeds = [prompts[i] for i in idx.tolist()], [seeds[i] for i in idx.tolist()]
+            idx = _select(proxy, groups, per_prompt, spec, generator, seconds)
+            prompts, seeds = _take(prompts, idx), _take(seeds, idx)
             traj, scores, parts, seconds["regenerate"], seconds["reward"] = sde_generate_and_score(
                 policy, reward, prompts, seeds, spec.full_steps, spec, sde)
             kept_proxy = proxy[idx]
