@@ -131,6 +131,20 @@ def _select(scores: torch.Tensor, groups: int, n: int, spec: RolloutSpec, genera
     return idx
 
 
+def expand_groups(group_prompts: list[str], seeds: list[int], spec: RolloutSpec, engine) -> tuple[bool, int, list[str]]:
+    """Check a rollout's inputs; returns (selects, seeds per prompt, one prompt per sample)."""
+    selects = spec.family != "diffusionnft"
+    per_prompt = spec.explore_seeds if selects else spec.group_size
+    if selects and spec.explore_seeds < spec.group_size:
+        raise ValueError(f"rollout.explore_seeds (N={spec.explore_seeds}) must be >= train.group_size (K={spec.group_size})")
+    if spec.family in ("naive_quant", "sol_rl") and engine is None:
+        raise ValueError(f"rollout family {spec.family!r} needs an explore engine")
+    prompts = [p for p in group_prompts for _ in range(per_prompt)]
+    if len(seeds) != len(prompts):
+        raise ValueError(f"{len(seeds)} seeds for {len(prompts)} samples")
+    return selects, per_prompt, prompts
+
+
 def _take(items: list, idx: torch.Tensor) -> list:
     return [items[i] for i in idx.tolist()]
 
@@ -148,16 +162,8 @@ def run_rollout(policy, reward, group_prompts: list[str], seeds: list[int], spec
     """One iteration's samples. `seeds` holds N per prompt for families with selection, else K."""
     if spec.family not in FAMILIES:
         raise ValueError(f"unknown rollout family {spec.family!r}; choose one of {', '.join(FAMILIES)}")
-    selects = spec.family != "diffusionnft"
-    per_prompt = spec.explore_seeds if selects else spec.group_size
-    if selects and spec.explore_seeds < spec.group_size:
-        raise ValueError(f"rollout.explore_seeds (N={spec.explore_seeds}) must be >= train.group_size (K={spec.group_size})")
-    if spec.family in ("naive_quant", "sol_rl") and engine is None:
-        raise ValueError(f"rollout family {spec.family!r} needs an explore engine")
+    selects, per_prompt, prompts = expand_groups(group_prompts, seeds, spec, engine)
     groups = len(group_prompts)
-    prompts = [p for p in group_prompts for _ in range(per_prompt)]
-    if len(seeds) != len(prompts):
-        raise ValueError(f"{len(seeds)} seeds for {len(prompts)} samples")
     seconds: dict[str, float] = {}
     metrics: dict[str, float] = {}
     model = policy.transformer

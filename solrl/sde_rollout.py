@@ -29,6 +29,7 @@ from .rollout import (
     _mean_spearman,
     _select,
     _take,
+    expand_groups,
     generate_and_score,
     score_in_batches,
 )
@@ -167,14 +168,8 @@ def run_sde_rollout(policy, reward, group_prompts: list[str], seeds: list[int], 
     """One iteration's SDE samples; the returned batch carries `.trajectory` (an SDETrajectory)."""
     if spec.family == "naive_quant":
         raise ValueError("naive_quant trains on explore-engine samples, which have no full-precision SDE trajectory")
-    selects = spec.family != "diffusionnft"
-    per_prompt = spec.explore_seeds if selects else spec.group_size
-    if spec.family == "sol_rl" and engine is None:
-        raise ValueError("rollout family 'sol_rl' needs an explore engine")
+    selects, per_prompt, prompts = expand_groups(group_prompts, seeds, spec, engine)
     groups = len(group_prompts)
-    prompts = [p for p in group_prompts for _ in range(per_prompt)]
-    if len(seeds) != len(prompts):
-        raise ValueError(f"{len(seeds)} seeds for {len(prompts)} samples")
     seconds: dict[str, float] = {}
     metrics: dict[str, float] = {}
     kept_proxy = None
