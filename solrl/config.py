@@ -100,6 +100,7 @@ class TrainConfig:
     checkpoint_every: int = 10       # iterations between checkpoints (0 = only at the end)
     keep_checkpoints: int = 2        # keep the newest N checkpoints
     max_skipped_iterations: int = 3  # consecutive iterations lost to reward failures before stopping
+    parallel: str = "replicate"      # under torchrun: replicate (whole model per rank, LoRA grads all-reduced) | fsdp2 (fully_shard)
     # objective (solrl/objectives.py); the fields below belong to the algorithms named in their prefix
     algorithm: str = "nft"           # nft | flow_grpo | flow_grpo_fast | dance_grpo | awm
     grpo_clip_range: float = 1e-4    # Flow-GRPO / DanceGRPO: PPO ratio clip (both papers: 1e-4)

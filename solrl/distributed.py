@@ -1,6 +1,7 @@
 """Multi-process training on torch.distributed, launched by torchrun (gloo on CPU, NCCL on GPUs).
 
-The layout (docs/distributed.md): every rank holds the whole policy with identical weights; an
+The layout (docs/distributed.md; train.parallel=fsdp2 shards the policy instead: sharding.py): every
+rank holds the whole policy with identical weights; an
 iteration's prompt groups are split into contiguous blocks, one per rank, so each group's N explore
 seeds and K kept seeds stay on one rank (selection and group statistics need no communication);
 rewards are all-gathered for the global advantage std; each update's LoRA gradients are summed

@@ -69,7 +69,7 @@ class Objective:
     (gradients summed into the adapter, the trainer steps the optimizer) and returns (metric sums, pairs)."""
 
     def rollout(self, trainer, group_prompts, seeds, spec, selection_rng, iteration):
-        return run_rollout(trainer.policy, trainer.reward, group_prompts, seeds, spec, trainer.engine, selection_rng)
+        return run_rollout(trainer.policy, trainer.rollout_reward, group_prompts, seeds, spec, trainer.engine, selection_rng)
 
     def accumulate(self, trainer, batch, advantages, gen):
         raise NotImplementedError
@@ -178,7 +178,7 @@ class PolicyGradientObjective(Objective):
 
     def rollout(self, trainer, group_prompts, seeds, spec, selection_rng, iteration):
         sde = self.sde_spec(trainer.cfg.seed, iteration, spec.full_steps)
-        return run_sde_rollout(trainer.policy, trainer.reward, group_prompts, seeds, spec, sde, trainer.engine, selection_rng)
+        return run_sde_rollout(trainer.policy, trainer.rollout_reward, group_prompts, seeds, spec, sde, trainer.engine, selection_rng)
 
     def accumulate(self, trainer, batch, advantages, gen):
         cfg, policy, model = trainer.cfg.train, trainer.policy, trainer.model

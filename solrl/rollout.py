@@ -102,7 +102,9 @@ def score_in_batches(policy, reward, prompts, seeds, spec: RolloutSpec, sample_b
             parts.setdefault(k, []).append(v)
         if keep is not None:
             kept.append(keep)
-    return kept, torch.cat(scores), {k: torch.cat(v) for k, v in parts.items()}, gen_s, reward_s
+    # a part missing from some batch (a deferred reward fault, rewards/guard.py) is left out whole
+    parts = {k: torch.cat(v) for k, v in parts.items() if len(v) == len(scores)}
+    return kept, torch.cat(scores), parts, gen_s, reward_s
 
 
 def generate_and_score(policy, reward, prompts, seeds, steps, spec: RolloutSpec, velocity=None, keep=True):

@@ -29,10 +29,11 @@ from .models.lora import (ROLLOUT, TRAINED, adapter, adapter_params, adapter_sta
                           load_adapter_state, lora_config)
 from .objectives import build_objective, objective_config_errors
 from .rewards import build_reward
-from .rewards.guard import FAULT_POLICIES, RewardFault, guard_reward, reward_kwargs
+from .rewards.guard import FAULT_POLICIES, DeferredFaults, RewardFault, guard_reward, reward_kwargs
 from .rollout import FAMILIES, RewardError, RolloutSpec, rollout_seeds
 from .seeding import derived_seed
 from .selection import SELECTION_MODES
+from .sharding import PARALLEL_MODES, full, full_state, shard_model, shard_optimizer_state
 
 log = logging.getLogger("solrl.train")
 
@@ -63,6 +64,7 @@ def validate_train_config(cfg: Config) -> None:
         (cfg.reward.on_fault in FAULT_POLICIES, f"reward.on_fault {cfg.reward.on_fault!r} is not one of {', '.join(FAULT_POLICIES)}"),
         (cfg.reward.timeout_seconds >= 0, f"reward.timeout_seconds must be >= 0 (0 = no limit); got {cfg.reward.timeout_seconds}"),
         (cfg.sampling.solver in ("euler", "dpm2"), f"sampling.solver {cfg.sampling.solver!r} is not euler or dpm2"),
+        (t.parallel in PARALLEL_MODES, f"train.parallel {t.parallel!r} is not one of {', '.join(PARALLEL_MODES)}"),
         (cfg.rollout.family in FAMILIES, f"rollout.family {cfg.rollout.family!r} is not one of {', '.join(FAMILIES)}"),
         (cfg.rollout.selection in SELECTION_MODES, f"rollout.selection {cfg.rollout.selection!r} is not one of {', '.join(SELECTION_MODES)}"),
         (cfg.rollout.family == "diffusionnft" or cfg.rollout.explore_seeds >= t.group_size,
@@ -111,6 +113,8 @@ class Trainer:
                               f"{self.world.size} processes; use a multiple of {self.world.size}")
         self.objective = build_objective(cfg)  # train.algorithm: what rollout() and the update compute
         self.quiet = quiet or not self.world.main
+        # FSDP2 only means something with several processes; alone, the model is whole anyway
+        self.fsdp = cfg.train.parallel == "fsdp2" and self.world.active
         self.run_dir = Path(cfg.out_dir)
         if self.world.main:
             self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -121,6 +125,8 @@ class Trainer:
         if cfg.eval.max_prompts:
             self.eval_prompts = self.eval_prompts[: cfg.eval.max_prompts]
         self.reward = guard_reward(build_reward(cfg.reward.name, **reward_kwargs(cfg.reward)), cfg.reward)
+        # sharded rollouts must not end early on one rank: faults are collected and acted on afterwards
+        self.rollout_reward = DeferredFaults(self.reward) if self.fsdp else self.reward
         self.policy = load_policy(cfg.model.name, cfg.model.path, cfg.model.shift, **policy_options(cfg.model))
         check_prompt_lengths(self.policy, self.prompts, cfg.train.prompts)
         check_prompt_lengths(self.policy, self.eval_prompts, cfg.eval.split)
@@ -133,14 +139,21 @@ class Trainer:
 
             self.engine = ExploreEngine(self.policy, cfg.rollout.explore_precision)
             log.info("explore engine: %s", self.engine.report.summary())
+        checkpoint = load_checkpoint(resume) if resume else None
+        if checkpoint is not None:  # the adapters go in whole, before any sharding
+            load_adapter_state(self.model, TRAINED, checkpoint["lora_default"])
+            load_adapter_state(self.model, ROLLOUT, checkpoint["lora_old"])  # VeRL-Omni loses `old` here; we keep it
+        if self.fsdp:  # after the explore engine copied the whole model, before the optimizer sees parameters
+            units = shard_model(self.model, self.world.size)
+            log.info("train.parallel=fsdp2: transformer sharded over %d ranks in %d FSDP units", self.world.size, units)
         self.model.train()
         params = list(adapter_params(self.model, TRAINED).values())
         self.optimizer = torch.optim.AdamW(params, lr=cfg.train.lr, betas=tuple(cfg.train.betas), weight_decay=cfg.train.weight_decay)
         self.state = TrainState()
         self._session_start = time.time()
         self.eval_history: list[dict] = []
-        if resume:
-            self._restore(load_checkpoint(resume))
+        if checkpoint is not None:
+            self._restore(checkpoint)
         if self.world.main:  # rank 0 alone writes the run directory
             (self.run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
             self.logger = MetricsLogger(self.run_dir, wandb_project=cfg.wandb_project, config=to_dict(cfg),
@@ -157,16 +170,16 @@ class Trainer:
             "data_position": self.state.iteration * self.cfg.train.prompts_per_iter,
             "lora_default": adapter_state(self.model, TRAINED),
             "lora_old": adapter_state(self.model, ROLLOUT),
-            "optimizer": self.optimizer.state_dict(),
+            "optimizer": full_state(self.optimizer.state_dict()),
             "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()},
             "eval_history": self.eval_history,
             "config": to_dict(self.cfg),
         }
 
     def _restore(self, ckpt: dict) -> None:
-        load_adapter_state(self.model, TRAINED, ckpt["lora_default"])
-        load_adapter_state(self.model, ROLLOUT, ckpt["lora_old"])  # VeRL-Omni loses `old` here; we keep it
+        """Everything but the adapters (loaded in __init__, before sharding)."""
         self.optimizer.load_state_dict(ckpt["optimizer"])
+        shard_optimizer_state(self.optimizer)  # no-op unless the model is sharded
         torch.set_rng_state(ckpt["rng"]["torch"])
         np.random.set_state(ckpt["rng"]["numpy"])
         random.setstate(ckpt["rng"]["python"])
@@ -181,9 +194,13 @@ class Trainer:
         log.info("resumed from %s at iteration %d", ckpt["_path"], self.state.iteration)
 
     def save(self) -> Path | None:
-        if not self.world.main:  # every rank holds the same state; one copy is written
+        """Rank 0 writes one whole copy; a sharded model is gathered first, on every rank."""
+        if not (self.world.main or self.fsdp):
             return None
-        return save_checkpoint(self.state_dict(), self.run_dir / "checkpoints", self.state.iteration, self.cfg.train.keep_checkpoints)
+        state = self.state_dict()
+        if not self.world.main:
+            return None
+        return save_checkpoint(state, self.run_dir / "checkpoints", self.state.iteration, self.cfg.train.keep_checkpoints)
 
     # ---- one iteration -----------------------------------------------------------------------
     def _train_step(self, batch, advantages: torch.Tensor, iteration: int) -> dict:
@@ -192,10 +209,11 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         sums, pairs = self.objective.accumulate(self, batch, advantages, gen) if batch is not None else ({}, 0)
         params = [p for p in adapter_params(self.model, TRAINED).values()]
-        sum_gradients(params, self.world)  # no-op for one process
+        if not self.fsdp:  # FSDP2 reduce-scattered every backward already
+            sum_gradients(params, self.world)  # no-op for one process
         if self.world.active:  # each rank's sums are weighted by its share of the batch: add them up
             sums, pairs = _merge_metrics(gather_objects((sums, pairs), self.world))
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip))
+        grad_norm = float(full(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)))
         if math.isfinite(grad_norm):
             self.optimizer.step()
             self.state.optimizer_step += 1
@@ -259,6 +277,9 @@ class Trainer:
                                            seeds[mine.start * per_prompt:mine.stop * per_prompt], spec, selection_rng, iteration)
         except RewardError as exc:
             batch, error = None, exc
+        if isinstance(self.rollout_reward, DeferredFaults) and self.rollout_reward.faults:
+            batch, error = None, RewardError(self.rollout_reward.faults[0])
+            self.rollout_reward.faults.clear()
         errors = [e for e in gather_objects(None if error is None else str(error), self.world) if e]
         if errors:  # every rank takes the same decision
             if self.cfg.reward.on_fault == "stop":
@@ -320,12 +341,17 @@ class Trainer:
         return record
 
     # ---- the loop ----------------------------------------------------------------------------
+    @property
+    def evaluates(self) -> bool:
+        """Rank 0 evaluates; with a sharded model every rank must take part in its forwards."""
+        return self.world.main or self.fsdp
+
     def validate(self) -> dict:
         e = self.cfg.eval
         self.model.eval()
         with adapter(self.model, TRAINED):
             summary = evaluate(self.policy, self.reward, self.eval_prompts, e.seeds_per_prompt, e.steps, e.solver, e.guidance,
-                               self.cfg.sampling.batch_size, e.grid_prompts, out_dir=self.run_dir / "eval",
+                               self.cfg.sampling.batch_size, e.grid_prompts, out_dir=self.run_dir / "eval" if self.world.main else None,
                                tag=f"iter_{self.state.iteration:06d}")
         self.model.train()
         return summary
@@ -335,7 +361,7 @@ class Trainer:
         return self.state.elapsed + time.time() - self._session_start
 
     def _record_eval(self) -> dict | None:
-        if not self.world.main:  # rank 0 evaluates; the others wait for it at the next collective
+        if not self.evaluates:  # the others wait for rank 0 at the next collective
             return None
         summary = self.validate()
         summary.update({"iteration": self.state.iteration, "wall_seconds": round(self.elapsed(), 1)})
@@ -347,7 +373,7 @@ class Trainer:
         from tqdm import tqdm
 
         cfg = self.cfg.train
-        if not self.eval_history and self.world.main:
+        if not self.eval_history and self.evaluates:
             base = self._record_eval()
             log.info("held-out reward before training: %.4f", base["mean_score"])
         bar = tqdm(total=cfg.iterations, initial=self.state.iteration, desc="train", disable=self.quiet, dynamic_ncols=True)
@@ -371,12 +397,12 @@ class Trainer:
             if cfg.checkpoint_every and self.state.iteration % cfg.checkpoint_every == 0:
                 self.save()
         bar.close()
+        if self.evaluates and self.eval_history[-1]["iteration"] != self.state.iteration:
+            self._record_eval()
+        self.save()
         if not self.world.main:
             self.logger.close()
             return {"iterations": self.state.iteration, "last_train_record": last}
-        if self.eval_history[-1]["iteration"] != self.state.iteration:
-            self._record_eval()
-        self.save()
         from .curves import plot_training_curve
 
         plot_training_curve(self.eval_history, self.run_dir / "curve.png", title=f"{self.cfg.reward.name} on {self.cfg.eval.split}")

@@ -44,6 +44,7 @@ CASES = [
     ("unknown family", ["rollout.family=solrl"], [], ["rollout.family 'solrl' is not one of", "sol_rl"]),
     ("unknown solver", ["sampling.solver=heun"], [], ["sampling.solver 'heun' is not euler or dpm2"]),
     ("unknown fault policy", ["reward.on_fault=ignore"], [], ["reward.on_fault 'ignore' is not one of skip, stop"]),
+    ("unknown parallel mode", ["train.parallel=fsdp"], [], ["train.parallel 'fsdp' is not one of replicate, fsdp2"]),
     ("unknown reward", ["reward.name=pickscor"], [], ["unknown reward 'pickscor'", "pickscore"]),
     ("missing config file", ("missing.yaml", []), [], ["missing.yaml does not exist"]),
     ("config not a mapping", ("list.yaml", []), [], ["top level must be a mapping"]),

@@ -1,6 +1,8 @@
 """Two processes on gloo (torchrun) train what one process trains; their checkpoint resumes in one
 process; a rank that raises ends the job with its error instead of a hang."""
+import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -9,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from torch.distributed.tensor import DTensor
 
 from solrl.checkpoint import checkpoint_path, load_checkpoint
 from solrl.config import load_config
@@ -36,10 +39,10 @@ def _env():
             "PYTHONPATH": str(HERE.parent)}
 
 
-def _torchrun(config, run, *, nproc=2, script=None, timeout=300):
+def _torchrun(config, run, *overrides, nproc=2, script=None, timeout=300):
     target = [str(script)] if script else ["-m", "solrl"]
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc), *target,
-           "train", str(config), f"out_dir={run}", "--quiet"]
+           "train", str(config), f"out_dir={run}", *overrides, "--quiet"]
     return subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=timeout)
 
 
@@ -58,10 +61,12 @@ def _assert_same_lora(a, b, atol=1e-6):
 
 @pytest.fixture(scope="module")
 def runs(tiny_toy_dir, tmp_path_factory):
-    """One single-process run of 3 iterations and 2-process runs of 2 (torchrun, and solrl --nproc-per-node)."""
+    """One single-process run of 3 iterations and 2-process runs of 2 (torchrun, solrl --nproc-per-node,
+    and torchrun with the transformer sharded by FSDP2)."""
     root = tmp_path_factory.mktemp("dist")
     config = _config(tiny_toy_dir, root / "cfg.yaml")
-    for done in (_torchrun(config, root / "two"), _solrl_nproc(config, root / "two_via_solrl")):
+    for done in (_torchrun(config, root / "two"), _solrl_nproc(config, root / "two_via_solrl"),
+                 _torchrun(config, root / "fsdp", "train.parallel=fsdp2")):
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     torch.set_num_threads(1)  # as the torchrun workers (OMP_NUM_THREADS=1)
     try:
@@ -82,6 +87,55 @@ def test_two_processes_train_what_one_process_trains(runs):
     assert any(not torch.equal(start["lora_default"][k], v) for k, v in one["lora_default"].items())  # weights moved
     logged = [line for line in (root / "two" / "train.jsonl").read_text().splitlines()]
     assert len(logged) == 2  # rank 0 alone logs
+
+
+def test_fsdp2_sharded_training_equals_one_process(runs):
+    config, root = runs
+    one = load_checkpoint(checkpoint_path(root / "one" / "checkpoints", 2))
+    fsdp = load_checkpoint(checkpoint_path(root / "fsdp" / "checkpoints", 2))
+    assert fsdp["config"]["train"]["parallel"] == "fsdp2"
+    assert fsdp["optimizer_step"] == 2
+    _assert_same_lora(one, fsdp)  # whole tensors in the checkpoint, equal to the unsharded run's
+    moments = [s["exp_avg"] for s in fsdp["optimizer"]["state"].values()]
+    assert moments and not any(isinstance(m, DTensor) for m in moments)  # gathered, not shards
+    evals = [json.loads(line) for line in (root / "fsdp" / "eval.jsonl").read_text().splitlines()]
+    ones = [json.loads(line) for line in (root / "one" / "eval.jsonl").read_text().splitlines()]
+    assert [e["iteration"] for e in evals] == [0, 2]  # evaluated on every rank, logged once
+    assert evals[0]["mean_score"] == pytest.approx(ones[0]["mean_score"], abs=1e-6)
+
+
+def test_an_fsdp2_checkpoint_resumes_in_one_process_and_a_whole_one_resumes_sharded(runs):
+    config, root = runs
+    torch.set_num_threads(1)
+    try:
+        Trainer(load_config(config, [f"out_dir={root / 'fsdp'}", "train.iterations=3"]), resume=str(root / "fsdp"), quiet=True).train()
+    finally:
+        torch.set_num_threads(min(2, os.cpu_count() or 1))
+    _assert_same_lora(load_checkpoint(root / "one"), load_checkpoint(root / "fsdp"))
+    # and the other way: the one-process run's iteration-2 checkpoint, resumed by two sharded processes
+    resumed = root / "one_to_fsdp"
+    shutil.copytree(root / "one", resumed)
+    shutil.rmtree(resumed / "checkpoints")
+    (resumed / "checkpoints").mkdir()
+    for suffix in ("", ".sha256"):
+        name = checkpoint_path(root / "one" / "checkpoints", 2).name + suffix
+        shutil.copy(root / "one" / "checkpoints" / name, resumed / "checkpoints" / name)
+    done = _torchrun(config, resumed, "train.parallel=fsdp2", "train.iterations=3", "--resume", "auto")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    _assert_same_lora(load_checkpoint(root / "one"), load_checkpoint(resumed))
+    assert load_checkpoint(resumed)["iteration"] == 3
+
+
+def test_a_reward_fault_on_one_sharded_rank_loses_the_iteration_on_all(tiny_toy_dir, tmp_path):
+    """Rank 1's reward raises in iteration 1 only: under FSDP2 rank 0 must not wait forever in a forward
+    rank 1 never runs; both skip that iteration and train on."""
+    config = _config(tiny_toy_dir, tmp_path / "cfg.yaml", iterations=3)
+    done = _torchrun(config, tmp_path / "run", "train.parallel=fsdp2", script=HERE / "_train_faulty_reward_rank.py", timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "rank 1 reward failed on purpose" in done.stdout + done.stderr
+    logged = [json.loads(line)["iteration"] for line in (tmp_path / "run" / "train.jsonl").read_text().splitlines()]
+    assert logged == [1, 3]  # iteration 2 lost on every rank
+    assert load_checkpoint(tmp_path / "run")["iteration"] == 3
 
 
 def test_a_two_process_checkpoint_resumes_in_one_process(runs):

@@ -16,6 +16,8 @@ from peft import LoraConfig, inject_adapter_in_model, set_peft_model_state_dict
 from peft.tuners.tuners_utils import BaseTunerLayer
 from peft.utils import get_peft_model_state_dict
 
+from ..sharding import full, like
+
 TRAINED, ROLLOUT = "default", "old"
 SD3_ATTENTION = ["to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out"]
 SD3_FEEDFORWARD = ["ff.net.0.proj", "ff.net.2", "ff_context.net.0.proj", "ff_context.net.2"]
@@ -89,7 +91,8 @@ def ema_update(model, decay: float, src: str = TRAINED, dst: str = ROLLOUT) -> N
 
 
 def adapter_state(model, name: str) -> dict[str, torch.Tensor]:
-    return {k: v.detach().clone() for k, v in adapter_params(model, name).items()}
+    """Whole tensors, also from a sharded (FSDP2) model: then every rank must call it."""
+    return {k: full(v.detach()).clone() for k, v in adapter_params(model, name).items()}
 
 
 @torch.no_grad()
@@ -99,7 +102,7 @@ def load_adapter_state(model, name: str, state: dict[str, torch.Tensor]) -> None
         missing, extra = params.keys() - state.keys(), state.keys() - params.keys()
         raise ValueError(f"adapter {name!r} state does not fit the model: missing {sorted(missing)[:3]}, unexpected {sorted(extra)[:3]}")
     for key, p in params.items():
-        p.copy_(state[key])
+        p.copy_(like(state[key], p))
 
 
 def export_lora(model, config: LoraConfig, out_dir: str | Path, name: str = TRAINED, diffusers_prefix: str = "transformer") -> Path:

@@ -13,16 +13,18 @@ import torch
 from peft.tuners.lora import LoraLayer
 
 from ..models.lora import ROLLOUT
+from ..sharding import full
 from .linear import QuantLinear, QuantReport, Recipe, get_recipe, select_kernel, should_quantize
 
 log = logging.getLogger("solrl.precision")
 
 
 def _merged_weight(layer, adapter: str) -> torch.Tensor:
-    """Base weight plus the adapter's delta, whether or not the adapter is active."""
-    weight = layer.get_base_layer().weight.detach().float()
+    """Base weight plus the adapter's delta, whether or not the adapter is active (gathered whole
+    when the policy is sharded: every rank takes part)."""
+    weight = full(layer.get_base_layer().weight.detach()).float()
     if adapter in layer.lora_A:
-        weight = weight + layer.get_delta_weight(adapter).float()
+        weight = weight + full(layer.get_delta_weight(adapter)).float()
     return weight
 
 

@@ -8,7 +8,10 @@ Policy (`reward.on_fault`, docs/reliability.md):
 """
 from __future__ import annotations
 
+import math
 import threading
+
+import torch
 
 from .base import Reward, RewardResult
 
@@ -58,3 +61,30 @@ class TimedReward(Reward):
 
 def guard_reward(reward: Reward, reward_cfg) -> Reward:
     return TimedReward(reward, reward_cfg.timeout_seconds) if reward_cfg.timeout_seconds > 0 else reward
+
+
+class DeferredFaults(Reward):
+    """For sharded (FSDP2) rollouts, where every rank must run every forward pass: a raising reward
+    or a non-finite score does not end this rank's rollout early (the others would wait forever in
+    their next all-gather). The fault is recorded, placeholder zeros keep the rollout going, and the
+    trainer loses the whole iteration on every rank afterwards (or stops, with reward.on_fault=stop).
+    The placeholders are never trained on."""
+
+    def __init__(self, inner: Reward):
+        self.inner = inner
+        self.name = getattr(inner, "name", type(inner).__name__)
+        self.faults: list[str] = []
+
+    def score(self, images, prompts) -> RewardResult:
+        try:
+            result = self.inner(images, prompts)
+        except Exception as exc:
+            self.faults.append(f"reward {self.name!r} raised {type(exc).__name__}: {exc} (scoring {len(prompts)} images "
+                               f"of prompt {prompts[0]!r})")
+            return RewardResult(torch.zeros(len(prompts)))
+        bad = [i for i, v in enumerate(result.scores.tolist()) if not math.isfinite(v)]
+        if bad:
+            self.faults.append(f"reward {self.name!r} returned {result.scores[bad[0]].item()} for prompt {prompts[bad[0]]!r} "
+                               f"({len(bad)} non-finite of {len(prompts)}; under train.parallel=fsdp2 that loses the iteration)")
+            return RewardResult(torch.zeros(len(prompts)))
+        return result
