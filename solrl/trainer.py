@@ -208,7 +208,7 @@ class Trainer:
         gen = torch.Generator().manual_seed(derived_seed(self.cfg.seed, iteration, "train"))
         self.optimizer.zero_grad(set_to_none=True)
         sums, pairs = self.objective.accumulate(self, batch, advantages, gen) if batch is not None else ({}, 0)
-        params = [p for p in adapter_params(self.model, TRAINED).values()]
+        params = self.optimizer.param_groups[0]["params"]  # the `default` adapter (as shards under fsdp2)
         if not self.fsdp:  # FSDP2 reduce-scattered every backward already
             sum_gradients(params, self.world)  # no-op for one process
         if self.world.active:  # each rank's sums are weighted by its share of the batch: add them up
@@ -350,7 +350,8 @@ class Trainer:
         e = self.cfg.eval
         self.model.eval()
         with adapter(self.model, TRAINED):
-            summary = evaluate(self.policy, self.reward, self.eval_prompts, e.seeds_per_prompt, e.steps, e.solver, e.guidance,
+            # under fsdp2 every rank runs the forwards; rank 0 alone scores and writes
+            summary = evaluate(self.policy, self.reward if self.world.main else None, self.eval_prompts, e.seeds_per_prompt, e.steps, e.solver, e.guidance,
                                self.cfg.sampling.batch_size, e.grid_prompts, out_dir=self.run_dir / "eval" if self.world.main else None,
                                tag=f"iter_{self.state.iteration:06d}")
         self.model.train()
@@ -375,7 +376,8 @@ class Trainer:
         cfg = self.cfg.train
         if not self.eval_history and self.evaluates:
             base = self._record_eval()
-            log.info("held-out reward before training: %.4f", base["mean_score"])
+            if self.world.main:  # other fsdp2 ranks took part in the forwards only
+                log.info("held-out reward before training: %.4f", base["mean_score"])
         bar = tqdm(total=cfg.iterations, initial=self.state.iteration, desc="train", disable=self.quiet, dynamic_ncols=True)
         last = {}
         while self.state.iteration < cfg.iterations:

@@ -209,3 +209,41 @@ def test_prompts_longer_than_the_text_encoder_reads_are_refused(family, pipeline
     long_prompt = " and ".join(PROMPTS * 3)
     with pytest.raises(ValueError, match=rf"long.txt.*1 prompt\(s\) exceed the text encoder's limit of {policy.max_sequence_length} tokens"):
         check_prompt_lengths(policy, [*PROMPTS, long_prompt], "long.txt")
+
+
+@pytest.mark.filterwarnings("ignore:FSDP2-wrapped module.*returned a view tensor")  # checked below: gradients are right
+@pytest.mark.parametrize("family", FAMILIES)
+def test_fsdp2_shards_each_family_and_keeps_its_velocity(family, pipeline_dirs, tmp_path):
+    """train.parallel=fsdp2 on each family's transformer (one-process gloo group): every block list is
+    found and sharded, the LoRA parameters become shards, and the velocity and its gradient are unchanged."""
+    import torch.distributed as dist
+    from torch.distributed.tensor import DTensor
+
+    from solrl.models.lora import TRAINED, add_policy_adapters, adapter_params, lora_config
+    from solrl.sharding import block_lists, full, shard_model
+
+    policy = _policy(family, pipeline_dirs(family))
+    add_policy_adapters(policy.transformer, lora_config(4, 8, "gaussian", list(policy.lora_target_modules)))
+    x = torch.randn(2, *policy.sample_shape, generator=torch.Generator().manual_seed(0))
+    t, cond = torch.tensor([0.3, 0.8]), policy.encode_prompts(PROMPTS)
+
+    def velocity_and_grad():
+        v = policy.velocity(x, t, cond)
+        v.square().mean().backward()
+        grads = {k: full(p.grad).clone() for k, p in adapter_params(policy.transformer, TRAINED).items() if p.grad is not None}
+        policy.transformer.zero_grad(set_to_none=True)
+        return v.detach(), grads
+
+    before, grads_before = velocity_and_grad()
+    blocks = sum(len(stack) for _, stack in block_lists(policy.transformer))
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        assert shard_model(policy.transformer, 1) == blocks + 1
+        assert all(isinstance(p, DTensor) for p in adapter_params(policy.transformer, TRAINED).values())
+        after, grads_after = velocity_and_grad()
+    finally:
+        dist.destroy_process_group()
+    torch.testing.assert_close(after, before, rtol=1e-5, atol=1e-6)
+    assert grads_after.keys() == grads_before.keys() and grads_before  # the same layers take part
+    for key, grad in grads_before.items():
+        torch.testing.assert_close(grads_after[key], grad, rtol=1e-5, atol=1e-7, msg=key)
