@@ -270,12 +270,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from .checkpoint import CheckpointError
+    from .registry import UnknownName
     from .rewards.guard import RewardFault
 
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (ValueError, KeyError, FileNotFoundError, CheckpointError, RewardFault) as exc:  # ConfigError is a ValueError
+    # bad input, named and explained (ConfigError is a ValueError); any other exception is a bug: traceback
+    except (ValueError, UnknownName, FileNotFoundError, CheckpointError, RewardFault) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"solrl {args.command}: error: {msg}", file=sys.stderr)
         return 2

@@ -4,6 +4,10 @@ from __future__ import annotations
 import difflib
 
 
+class UnknownName(KeyError):
+    """A name that no registry entry has: a user's typo, reported as bad input (exit 2)."""
+
+
 class Registry(dict):
     def __init__(self, kind: str):
         super().__init__()
@@ -22,7 +26,7 @@ class Registry(dict):
         if name not in self:
             close = difflib.get_close_matches(name, list(self), n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise KeyError(f"unknown {self.kind} {name!r}.{hint} Valid: {', '.join(sorted(self))}")
+            raise UnknownName(f"unknown {self.kind} {name!r}.{hint} Valid: {', '.join(sorted(self))}")
         return self[name]
 
     def __missing__(self, name):  # plain d[name] gets the same helpful message

@@ -47,3 +47,18 @@ def test_empty_prompt_file_and_prompts_outside_the_grammar(tmp_path, capsys):
     odd.write_text("a photograph of an astronaut\n")
     assert main(["eval", "--prompts", str(odd), "--steps", "1", "--seeds-per-prompt", "1"]) == 2
     assert "outside the toy-world grammar" in capsys.readouterr().err
+
+
+def test_a_bug_is_not_dressed_up_as_bad_input(monkeypatch, capsys):
+    """Exit 2 with one line is for mistakes the user can fix; a KeyError from inside solrl (a bug)
+    keeps its traceback instead of turning into `error: mean_score`."""
+    import solrl.cli
+
+    def broken(args):
+        return {}["mean_score"]
+
+    monkeypatch.setattr(solrl.cli, "cmd_sample", broken)
+    with pytest.raises(KeyError, match="mean_score"):
+        main(["sample", "a red circle"])
+    assert main(["eval", "--reward", "genevel"]) == 2
+    assert "unknown reward 'genevel'" in capsys.readouterr().err

@@ -248,7 +248,7 @@ def test_hpsv2_accepts_a_transformers_clip_directory(tiny_clip):
 
 def test_hpsv2_rejects_a_foreign_state_dict(tmp_path):
     torch.save({"state_dict": {"encoder.weight": torch.zeros(2, 2)}}, tmp_path / "HPS_v2.1_compressed.pt")
-    with pytest.raises(KeyError, match="not understood"):
+    with pytest.raises(ValueError, match="not understood"):
         build_reward("hpsv2", model=str(tmp_path / "HPS_v2.1_compressed.pt"), device="cpu")
 
 

@@ -34,7 +34,7 @@ def convert_vit(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         elif m := _VIT_BLOCK.match(key):
             out[f"encoder.layers.{m.group(1)}.{_VIT_BLOCK_PARTS[m.group(2)]}.{m.group(3)}"] = value
         else:
-            raise KeyError(f"BLIP ViT key not understood: {key!r}")
+            raise ValueError(f"BLIP ViT key not understood: {key!r}")
     return out
 
 

@@ -59,7 +59,7 @@ class ImageReward(Reward):
         state = load_state_dict(local_file(model, IR_FILE, "reward imagereward (ImageReward.pt)"))
         vit, bert = split_prefix(state, "blip.visual_encoder."), split_prefix(state, "blip.text_encoder.")
         if not vit or not bert:
-            raise KeyError("reward imagereward: checkpoint lacks blip.visual_encoder.* / blip.text_encoder.* weights")
+            raise ValueError("reward imagereward: checkpoint lacks blip.visual_encoder.* / blip.text_encoder.* weights")
         self.vision, self.text = blip_towers(vit, bert, vision_heads, text_heads, self.device, self.dtype)
         self.head = linear_head_from_state(state, prefix="mlp.layers.").to(self.device)
         # The BLIP tokenizer adds [DEC]/[ENC] to bert-base-uncased; scoring uses neither, so plain BERT ids match.

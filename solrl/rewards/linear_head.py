@@ -17,7 +17,7 @@ def linear_head_from_state(state: dict[str, torch.Tensor], prefix: str = "layers
     try:
         shapes = [tuple(state[f"{prefix}{i}.weight"].shape) for i in _LINEAR_INDICES]
     except KeyError as err:
-        raise KeyError(f"scoring head: expected keys {prefix}{{0,2,4,6,7}}.weight/bias, missing {err}") from None
+        raise ValueError(f"scoring head: expected keys {prefix}{{0,2,4,6,7}}.weight/bias, missing {err}") from None
     linears = [nn.Linear(fan_in, fan_out) for fan_out, fan_in in shapes]
     head = nn.Sequential(linears[0], nn.Dropout(), linears[1], nn.Dropout(), linears[2], nn.Dropout(), linears[3], linears[4])
     head.load_state_dict({k.removeprefix(prefix): v for k, v in state.items() if k.startswith(prefix)})

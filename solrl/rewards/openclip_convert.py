@@ -42,7 +42,7 @@ def _block_keys(tower: str, layer: str, rest: str, value: torch.Tensor) -> dict[
             return {f"{prefix}self_attn.{name}_proj.{kind}": t for name, t in zip("qkv", (q, k, v))}
     part, _, kind = rest.rpartition(".")
     if part not in _BLOCK_PARTS:
-        raise KeyError(f"open_clip key not understood: {rest!r} in block {layer} of {tower}")
+        raise ValueError(f"open_clip key not understood: {rest!r} in block {layer} of {tower}")
     return {f"{prefix}{_BLOCK_PARTS[part]}.{kind}": value}
 
 
@@ -60,7 +60,7 @@ def convert_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor
             tower = "vision_model" if m.group(1) else "text_model"
             out.update(_block_keys(tower, m.group(2), m.group(3), value))
         else:
-            raise KeyError(f"open_clip key not understood: {key!r} (expected a plain ViT CLIP such as ViT-H-14)")
+            raise ValueError(f"open_clip key not understood: {key!r} (expected a plain ViT CLIP such as ViT-H-14)")
     return out
 
 
