@@ -52,17 +52,14 @@ def shard_model(model: torch.nn.Module, world_size: int) -> int:
     return units + 1
 
 
-def is_sharded(model: torch.nn.Module) -> bool:
-    return any(isinstance(p, DTensor) for p in model.parameters())
-
-
 def full(tensor: torch.Tensor) -> torch.Tensor:
     """The whole tensor behind a DTensor shard (a collective: every rank must call it), or the tensor itself."""
     return tensor.full_tensor() if isinstance(tensor, DTensor) else tensor
 
 
 def full_state(obj):
-    """A copy of a (nested) state dict with every DTensor gathered whole, for checkpoints."""
+    """A (nested) state dict with every DTensor replaced by the whole tensor, for checkpoints; other
+    values are shared, not copied."""
     if isinstance(obj, DTensor):
         return obj.full_tensor()
     if isinstance(obj, dict):
