@@ -104,13 +104,19 @@ def test_fsdp2_sharded_training_equals_one_process(runs):
     assert evals[0]["mean_score"] == pytest.approx(ones[0]["mean_score"], abs=1e-6)
 
 
-def test_an_fsdp2_checkpoint_resumes_in_one_process_and_a_whole_one_resumes_sharded(runs):
-    config, root = runs
+def _third_iteration_in_one_process(config, run):
+    """Resume `run` in this process (one thread, as the torchrun workers) for a third iteration."""
     torch.set_num_threads(1)
     try:
-        Trainer(load_config(config, [f"out_dir={root / 'fsdp'}", "train.iterations=3"]), resume=str(root / "fsdp"), quiet=True).train()
+        Trainer(load_config(config, [f"out_dir={run}", "train.iterations=3"]), resume=str(run), quiet=True).train()
     finally:
         torch.set_num_threads(min(2, os.cpu_count() or 1))
+    assert load_checkpoint(run)["iteration"] == 3
+
+
+def test_an_fsdp2_checkpoint_resumes_in_one_process_and_a_whole_one_resumes_sharded(runs):
+    config, root = runs
+    _third_iteration_in_one_process(config, root / "fsdp")
     _assert_same_lora(load_checkpoint(root / "one"), load_checkpoint(root / "fsdp"))
     # and the other way: the one-process run's iteration-2 checkpoint, resumed by two sharded processes
     resumed = root / "one_to_fsdp"
@@ -140,13 +146,8 @@ def test_a_reward_fault_on_one_sharded_rank_loses_the_iteration_on_all(tiny_toy_
 
 def test_a_two_process_checkpoint_resumes_in_one_process(runs):
     config, root = runs
-    torch.set_num_threads(1)
-    try:
-        Trainer(load_config(config, [f"out_dir={root / 'two'}", "train.iterations=3"]), resume=str(root / "two"), quiet=True).train()
-    finally:
-        torch.set_num_threads(min(2, os.cpu_count() or 1))
+    _third_iteration_in_one_process(config, root / "two")
     _assert_same_lora(load_checkpoint(root / "one"), load_checkpoint(root / "two"))
-    assert load_checkpoint(root / "two")["iteration"] == 3
 
 
 def test_a_failing_rank_ends_the_job_with_its_error(tiny_toy_dir, tmp_path):
