@@ -14,7 +14,6 @@ trajectory: refused.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 import torch
@@ -34,6 +33,7 @@ from .rollout import (
     score_in_batches,
 )
 from .sampling import NOISE_DEVICE, NOISE_DTYPE, initial_noise, timesteps
+from .seeding import seed_from
 
 SDE_KINDS = ("flow", "cps", "dance")
 
@@ -96,8 +96,7 @@ def step_noise(seeds, num_steps: int, shape) -> torch.Tensor:
     separate from its initial noise (seed mixed through sha256)."""
     rows = []
     for seed in seeds:
-        mixed = int.from_bytes(hashlib.sha256(f"sde-steps:{int(seed)}".encode()).digest()[:8], "little") & ((1 << 63) - 1)
-        gen = torch.Generator(device=NOISE_DEVICE).manual_seed(mixed)
+        gen = torch.Generator(device=NOISE_DEVICE).manual_seed(seed_from(f"sde-steps:{int(seed)}"))
         rows.append(torch.randn((num_steps, *shape), generator=gen, dtype=NOISE_DTYPE, device=NOISE_DEVICE))
     return torch.stack(rows)
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 import hashlib
 
 
+def seed_from(text: str) -> int:
+    """A 63-bit seed from a name (SHA-256, not arithmetic, so nearby names do not correlate)."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") & ((1 << 63) - 1)
+
+
 def derived_seed(run_seed: int, iteration: int, purpose: str) -> int:
-    """A 63-bit seed, independent across purposes (SHA-256, not arithmetic, so nearby inputs do not correlate)."""
-    digest = hashlib.sha256(f"{run_seed}:{iteration}:{purpose}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+    """A seed independent across (run seed, iteration, purpose)."""
+    return seed_from(f"{run_seed}:{iteration}:{purpose}")

@@ -11,6 +11,7 @@ import torch
 
 from ..devices import torch_device, torch_dtype  # noqa: F401  (re-exported for the reward loaders)
 
+
 def _looks_like_path(name: str) -> bool:
     # A hub id is exactly "owner/name"; anything else that is not on disk was meant as a path.
     return name.startswith((os.sep, ".", "~")) or name.count("/") != 1
