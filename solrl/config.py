@@ -83,6 +83,7 @@ class TrainConfig:
     weight_decay: float = 1e-4
     grad_clip: float = 1.0           # max grad norm; a non-finite norm skips the step
     micro_batch: int = 32            # (sample, timestep) pairs per forward/backward
+    updates_per_iteration: int = 1   # optimizer steps per rollout batch; update u trains the timestep slots j with j % U == u
     timestep_fraction: float = 0.5   # share of the rollout's timesteps trained per sample
     nft_beta: float = 1.0            # DiffusionNFT mixing strength (VeRL-Omni: mix_beta)
     ref_kl_coef: float = 0.0         # weight of mean (v_theta - v_ref)^2; 1e-4 in the OCR recipe

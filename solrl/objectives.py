@@ -11,7 +11,8 @@ advantages, optimizer step, old-policy refresh, logging, checkpoints).
 The policy-gradient objectives sample with the `old` adapter and divide by its stored log-probs, so
 they need old = default at rollout time (old_policy_decay_schedule=copy): then the importance ratio
 of the first optimizer step is exactly 1, as in the on-policy references. With one optimizer step per
-iteration the clip never acts; it is kept so more steps per rollout stay well defined.
+iteration the clip never acts; with train.updates_per_iteration > 1 the later updates of a rollout
+batch are off-policy and it does.
 """
 from __future__ import annotations
 
@@ -58,9 +59,18 @@ def sample_noise(shape, base: int, positions: torch.Tensor, slot: int) -> torch.
     return torch.stack(draws)
 
 
+def update_slots(num_slots: int, part: tuple[int, int]) -> list[int]:
+    """The timestep (or step) slots update `u` of `U` trains: every U-th, so each update sees every sample."""
+    u, updates = part
+    if updates > num_slots:
+        raise ValueError(f"train.updates_per_iteration={updates} is more than the {num_slots} timestep slots each sample "
+                         "trains on; lower it, or raise train.timestep_fraction (or the steps) so each update gets a slot")
+    return list(range(u, num_slots, updates))
+
+
 def chunk_weight(chunk: torch.Tensor, slots: int, batch) -> float:
     """Share of the whole update one micro-batch carries: losses are means over its samples, the
-    update is the mean over every (sample, slot) pair of all ranks."""
+    update is the mean over every (sample, slot) pair it trains, of all ranks."""
     return chunk.numel() / (slots * batch.global_count)
 
 
@@ -71,7 +81,8 @@ class Objective:
     def rollout(self, trainer, group_prompts, seeds, spec, selection_rng, iteration):
         return run_rollout(trainer.policy, trainer.rollout_reward, group_prompts, seeds, spec, trainer.engine, selection_rng)
 
-    def accumulate(self, trainer, batch, advantages, gen):
+    def accumulate(self, trainer, batch, advantages, gen, part=(0, 1)):
+        """`part` = (u, U): update u of the U optimizer steps taken on this rollout batch."""
         raise NotImplementedError
 
 
@@ -87,16 +98,18 @@ class NoisedChunk:
     weight: float           # share of the whole update (chunk_weight)
 
 
-def noised_chunks(trainer, batch, gen):
+def noised_chunks(trainer, batch, gen, part=(0, 1)):
     """The (micro-batch, timestep slot) pieces an update on clean samples trains on (nft, awm):
-    x_t = (1 - t) x0 + t eps at timesteps of the rollout grid, eps fresh per sample and slot."""
+    x_t = (1 - t) x0 + t eps at timesteps of the rollout grid, eps fresh per sample and slot.
+    Every update of an iteration draws the same slots and noise; `part` picks its share of the slots."""
     cfg = trainer.cfg.train
     n = batch.samples.shape[0]
     t_sel = batch_slots(batch.train_timesteps, batch, cfg.timestep_fraction, gen)  # [n, k]
     base = int(torch.randint(0, 1 << 62, (1,), generator=gen))
     cond_all = trainer.policy.encode_prompts(batch.prompts)
     device = batch.samples.device
-    for j in range(t_sel.shape[1]):
+    slots = update_slots(t_sel.shape[1], part)
+    for j in slots:
         for s in range(0, n, cfg.micro_batch):
             idx = torch.arange(s, min(s + cfg.micro_batch, n))
             x0 = batch.samples[idx]
@@ -104,17 +117,17 @@ def noised_chunks(trainer, batch, gen):
             eps = sample_noise(x0.shape[1:], base, idx + batch.sample_offset, j).to(device)
             tt = t.view(-1, 1, 1, 1)
             yield NoisedChunk(idx, x0, eps, t, (1 - tt) * x0 + tt * eps, cond_all.index(idx),
-                              chunk_weight(idx, t_sel.shape[1], batch))
+                              chunk_weight(idx, len(slots), batch))
 
 
 class NFTObjective(Objective):
-    def accumulate(self, trainer, batch, advantages, gen):
+    def accumulate(self, trainer, batch, advantages, gen, part=(0, 1)):
         cfg, policy = trainer.cfg.train, trainer.policy
         r = reward_prob(advantages, cfg.adv_clip_max, cfg.adv_mode)
         autocast = {"device_type": batch.samples.device.type, "dtype": torch.bfloat16, "enabled": cfg.autocast_bf16}
         sums: dict[str, float] = {}
         pairs = 0
-        for c in noised_chunks(trainer, batch, gen):
+        for c in noised_chunks(trainer, batch, gen, part):
             pairs += c.idx.numel()
             with torch.no_grad(), torch.autocast(**autocast):
                 v_old, v_ref = trainer._old_and_ref(c.xt, c.t, c.cond)
@@ -131,12 +144,12 @@ class NFTObjective(Objective):
 class AWMObjective(Objective):
     """Clean samples of any rollout family; fresh noise at rollout-grid timesteps, like nft."""
 
-    def accumulate(self, trainer, batch, advantages, gen):
+    def accumulate(self, trainer, batch, advantages, gen, part=(0, 1)):
         cfg, policy, model = trainer.cfg.train, trainer.policy, trainer.model
         autocast = {"device_type": batch.samples.device.type, "dtype": torch.bfloat16, "enabled": cfg.autocast_bf16}
         sums: dict[str, float] = {}
         pairs = 0
-        for c in noised_chunks(trainer, batch, gen):
+        for c in noised_chunks(trainer, batch, gen, part):
             pairs += c.idx.numel()
             v_old = v_ref = None
             with torch.no_grad(), torch.autocast(**autocast):
@@ -180,7 +193,7 @@ class PolicyGradientObjective(Objective):
         sde = self.sde_spec(trainer.cfg.seed, iteration, spec.full_steps)
         return run_sde_rollout(trainer.policy, trainer.rollout_reward, group_prompts, seeds, spec, sde, trainer.engine, selection_rng)
 
-    def accumulate(self, trainer, batch, advantages, gen):
+    def accumulate(self, trainer, batch, advantages, gen, part=(0, 1)):
         cfg, policy, model = trainer.cfg.train, trainer.policy, trainer.model
         batch_size = trainer.cfg.sampling.batch_size
         traj = batch.trajectory
@@ -196,7 +209,8 @@ class PolicyGradientObjective(Objective):
         autocast = {"device_type": device.type, "dtype": torch.bfloat16, "enabled": cfg.autocast_bf16}
         sums: dict[str, float] = {}
         max_dev = 0.0
-        for j in range(steps.shape[1]):
+        slots = update_slots(steps.shape[1], part)
+        for j in slots:
             for idx in chunks:
                 r, i = rows[idx], steps[idx, j]
                 x, x_next = traj.latents[r, i], traj.latents[r, i + 1]
@@ -216,12 +230,12 @@ class PolicyGradientObjective(Objective):
                     mean_ref, _ = sde.transition(x, v_ref.float(), t, t_next, traj.t_below_one)
                     kl = gaussian_kl_equal_std(mean, mean_ref, std).mean()
                     loss = loss + self.kl_coef * kl
-                weight = chunk_weight(idx, steps.shape[1], batch)
+                weight = chunk_weight(idx, len(slots), batch)
                 (loss * weight).backward()
                 max_dev = max(max_dev, metrics.pop("ratio_max_deviation"))
                 _add(sums, {**metrics, "loss": float(loss.detach()), "ref_kl": float(kl.detach())}, weight)
         sums["ratio_max_deviation"] = max_dev
-        return sums, n * steps.shape[1]
+        return sums, n * len(slots)
 
 
 def build_objective(cfg) -> Objective:
@@ -241,6 +255,13 @@ def objective_config_errors(cfg) -> list[str]:
     if algorithm not in ALGORITHMS:
         return [f"train.algorithm {algorithm!r} is not one of {', '.join(ALGORITHMS)}"]
     errors = []
+    if algorithm in ("nft", "awm"):  # each update needs at least one of the timestep slots a sample trains
+        grid = cfg.rollout.explore_steps if cfg.rollout.family == "naive_quant" else cfg.sampling.steps
+        slots = max(1, int(grid * t.timestep_fraction))
+        if t.updates_per_iteration > slots:
+            errors.append(f"train.updates_per_iteration={t.updates_per_iteration} is more than the {slots} timestep slots "
+                          f"each sample trains on ({grid} steps x train.timestep_fraction {t.timestep_fraction}); lower it "
+                          "or raise train.timestep_fraction")
     if algorithm == "awm":
         if t.awm_weighting not in AWM_WEIGHTINGS:
             errors.append(f"train.awm_weighting {t.awm_weighting!r} is not one of {', '.join(AWM_WEIGHTINGS)}")

@@ -60,6 +60,7 @@ def validate_train_config(cfg: Config) -> None:
         (cfg.lora.rank >= 1, f"lora.rank must be >= 1; got {cfg.lora.rank}"),
         (t.nft_beta > 0, f"train.nft_beta must be > 0; got {t.nft_beta}"),
         (t.micro_batch >= 1, f"train.micro_batch must be >= 1; got {t.micro_batch}"),
+        (t.updates_per_iteration >= 1, f"train.updates_per_iteration must be >= 1; got {t.updates_per_iteration}"),
         (t.old_policy_update_interval >= 1, f"train.old_policy_update_interval must be >= 1; got {t.old_policy_update_interval}"),
         (cfg.reward.on_fault in FAULT_POLICIES, f"reward.on_fault {cfg.reward.on_fault!r} is not one of {', '.join(FAULT_POLICIES)}"),
         (cfg.reward.timeout_seconds >= 0, f"reward.timeout_seconds must be >= 0 (0 = no limit); got {cfg.reward.timeout_seconds}"),
@@ -204,10 +205,30 @@ class Trainer:
 
     # ---- one iteration -----------------------------------------------------------------------
     def _train_step(self, batch, advantages: torch.Tensor, iteration: int) -> dict:
+        """`train.updates_per_iteration` optimizer steps on this rollout batch, each followed by the
+        old-policy refresh when due; metrics are means over the updates."""
+        updates = self.cfg.train.updates_per_iteration
+        results = []
+        for u in range(updates):
+            step = self._update(batch, advantages, iteration, (u, updates))
+            step["old_decay"], step["seconds_sync"] = self._refresh_old()
+            results.append(step)
+        if updates == 1:
+            return results[0]
+        merged = {k: sum(r[k] for r in results if k in r) / updates for k in results[0]}
+        merged["old_decay"] = results[-1]["old_decay"]
+        for key in ("skipped_step", "trained_pairs", "seconds_sync"):  # counts and costs add up
+            merged[key] = sum(r[key] for r in results)
+        if "ratio_max_deviation" in merged:
+            merged["ratio_max_deviation"] = max(r["ratio_max_deviation"] for r in results)
+        return merged
+
+    def _update(self, batch, advantages: torch.Tensor, iteration: int, part: tuple[int, int]) -> dict:
         cfg = self.cfg.train
+        # every update of the iteration draws the same timestep slots and noise; `part` picks its slots
         gen = torch.Generator().manual_seed(derived_seed(self.cfg.seed, iteration, "train"))
         self.optimizer.zero_grad(set_to_none=True)
-        sums, pairs = self.objective.accumulate(self, batch, advantages, gen) if batch is not None else ({}, 0)
+        sums, pairs = self.objective.accumulate(self, batch, advantages, gen, part) if batch is not None else ({}, 0)
         params = self.optimizer.param_groups[0]["params"]  # the `default` adapter (as shards under fsdp2)
         if not self.fsdp:  # FSDP2 reduce-scattered every backward already
             sum_gradients(params, self.world)  # no-op for one process
@@ -321,7 +342,6 @@ class Trainer:
             advantages = advantages[batch.sample_offset:batch.sample_offset + len(batch.rewards)]
         t_train = time.time()
         train_metrics = self._train_step(batch, advantages, iteration)
-        decay, sync_seconds = self._refresh_old()
         now = time.time()
         seconds = batch.seconds if batch is not None else {}
         record = {
@@ -331,9 +351,9 @@ class Trainer:
             **{f"reward_{k}": float(v.float().mean()) for k, v in parts.items()},
             "zero_std_ratio": zero_std_ratio, "dropped_samples": dropped,
             **train_metrics,
-            "lr": self.optimizer.param_groups[0]["lr"], "old_decay": decay,
+            "lr": self.optimizer.param_groups[0]["lr"],
             **{f"seconds_{k}": v for k, v in seconds.items()},
-            "seconds_sync": sync_seconds, "seconds_train": now - t_train, "seconds_iteration": now - t_start,
+            "seconds_train": now - t_train, "seconds_iteration": now - t_start,
             "images_per_second": len(rewards) / max(seconds.get("rollout", 0.0), 1e-9),
             "world_size": self.world.size,
             **(batch.metrics if batch is not None else {}),

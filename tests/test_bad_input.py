@@ -38,6 +38,8 @@ CASES = [
     ("odd K for best_worst", ["rollout.family=sol_rl", "rollout.explore_seeds=8", "train.group_size=3"], [],
      ["needs an even train.group_size"]),
     ("timestep_fraction 0", ["train.timestep_fraction=0"], [], ["train.timestep_fraction must be in (0, 1]; got 0.0"]),
+    ("more updates than timestep slots", ["train.updates_per_iteration=2"], [],
+     ["train.updates_per_iteration=2 is more than the 1 timestep slots", "raise train.timestep_fraction"]),
     ("timestep_fraction 1.5", ["train.timestep_fraction=1.5"], [], ["train.timestep_fraction must be in (0, 1]; got 1.5"]),
     ("negative lr", ["train.lr=-1e-4"], [], ["train.lr must be > 0"]),
     ("zero steps", ["sampling.steps=0"], [], ["sampling.steps must be >= 1"]),

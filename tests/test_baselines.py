@@ -197,6 +197,17 @@ def test_flow_grpo_ratio_is_one_on_policy_and_not_off_policy(tiny_toy_dir, tmp_p
     assert off.run_iteration(0)["ratio_max_deviation"] > 1e-4
 
 
+def test_a_second_update_on_the_same_rollout_is_off_policy(tiny_toy_dir, tmp_path):
+    """train.updates_per_iteration=2: the first step is on-policy (ratio 1, as above), the second trains
+    on samples of the adapter before the first step, so its ratio moves and the clip can act."""
+    extra = ["rollout.family=diffusionnft", "train.group_size=2", "train.micro_batch=3"]
+    one = Trainer(_algo_cfg(tiny_toy_dir, tmp_path / "one", "flow_grpo", *extra), quiet=True).run_iteration(0)
+    trainer = Trainer(_algo_cfg(tiny_toy_dir, tmp_path / "two", "flow_grpo", *extra, "train.updates_per_iteration=2"), quiet=True)
+    two = trainer.run_iteration(0)
+    assert one["ratio_max_deviation"] <= 1e-6 < 1e-4 < two["ratio_max_deviation"]
+    assert trainer.state.optimizer_step == 2 and two["trained_pairs"] == one["trained_pairs"]
+
+
 @pytest.mark.parametrize("algorithm", [a for a in ALGOS if a != "nft"])  # nft: test_trainer.py
 def test_each_objective_trains_and_resumes_identically(tiny_toy_dir, tmp_path, algorithm):
     common = ["train.iterations=2", "train.checkpoint_every=1"]

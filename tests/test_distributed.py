@@ -89,6 +89,21 @@ def test_two_processes_train_what_one_process_trains(runs):
     assert len(logged) == 2  # rank 0 alone logs
 
 
+def test_several_updates_per_iteration_train_the_same_in_two_processes(tiny_toy_dir, tmp_path):
+    config = _config(tiny_toy_dir, tmp_path / "cfg.yaml", iterations=1, updates_per_iteration=2)
+    done = _torchrun(config, tmp_path / "two")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    torch.set_num_threads(1)
+    try:
+        Trainer(load_config(config, [f"out_dir={tmp_path / 'one'}"]), quiet=True).train()
+    finally:
+        torch.set_num_threads(min(2, os.cpu_count() or 1))
+    one = load_checkpoint(checkpoint_path(tmp_path / "one" / "checkpoints", 1))
+    two = load_checkpoint(checkpoint_path(tmp_path / "two" / "checkpoints", 1))
+    assert one["optimizer_step"] == two["optimizer_step"] == 2
+    _assert_same_lora(one, two)
+
+
 def test_fsdp2_sharded_training_equals_one_process(runs):
     config, root = runs
     one = load_checkpoint(checkpoint_path(root / "one" / "checkpoints", 2))

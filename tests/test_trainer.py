@@ -166,3 +166,38 @@ def test_run_directory_holds_logs_curve_and_checkpoints(tiny_toy_dir, tmp_path):
     assert (run / "curve.png").stat().st_size > 0 and list((run / "tb").iterdir())
     assert len(list_checkpoints(run / "checkpoints")) >= 1
     assert not list((run / "checkpoints").glob("*.tmp"))
+
+
+def _gradients_of_iteration_zero(tiny_toy_dir, out, updates):
+    """The gradient each optimizer step of iteration 0 receives, the steps themselves skipped (weights fixed)."""
+    trainer = Trainer(_cfg(tiny_toy_dir, out, f"train.updates_per_iteration={updates}", "train.grad_clip=1e9"), quiet=True)
+    params = trainer.optimizer.param_groups[0]["params"]
+    grads = []
+    trainer.optimizer.step = lambda *args, **kwargs: grads.append([p.grad.clone() for p in params])
+    trainer.run_iteration(0)
+    return grads
+
+
+def test_updates_per_iteration_split_one_gradient_by_timestep_slot(tiny_toy_dir, tmp_path):
+    (whole,) = _gradients_of_iteration_zero(tiny_toy_dir, tmp_path / "one", 1)
+    first, second = _gradients_of_iteration_zero(tiny_toy_dir, tmp_path / "two", 2)
+    # 3 rollout steps x timestep_fraction 0.67 = 2 slots per sample, one per update: the whole is their mean
+    for g, a, b in zip(whole, first, second):
+        torch.testing.assert_close(g, (a + b) / 2, rtol=1e-4, atol=1e-8)
+    assert max(float((a - b).abs().max()) for a, b in zip(first, second)) > 1e-6  # the two halves differ
+
+
+def test_updates_per_iteration_step_refresh_and_resume_exactly(tiny_toy_dir, tmp_path):
+    two = ("train.updates_per_iteration=2", "train.iterations=2")
+    Trainer(_cfg(tiny_toy_dir, tmp_path / "straight", *two), quiet=True).train()
+    Trainer(_cfg(tiny_toy_dir, tmp_path / "split", *two, "train.iterations=1"), quiet=True).train()
+    Trainer(_cfg(tiny_toy_dir, tmp_path / "split", *two), resume=str(tmp_path / "split"), quiet=True).train()
+    a, b = _final(tmp_path / "straight"), _final(tmp_path / "split")
+    assert a["optimizer_step"] == b["optimizer_step"] == 4
+    for key in ("lora_default", "lora_old"):
+        for name, value in a[key].items():
+            assert torch.equal(value, b[key][name]), (key, name)
+    train = [json.loads(l) for l in (tmp_path / "straight" / "train.jsonl").read_text().splitlines()]
+    # the old adapter is refreshed after every optimizer step: linear_to_0_5 decay = 0.001 x step
+    assert [r["old_decay"] for r in train] == pytest.approx([0.002, 0.004])
+    assert [r["trained_pairs"] for r in train] == [2 * 3 * 2] * 2  # 2 prompts x K 3 x 2 slots, all trained once
