@@ -67,7 +67,7 @@ def cmd_eval(args) -> int:
 def cmd_pretrain_toy(args) -> int:
     from .toyworld.pretrain import PretrainConfig, pretrain_toy
 
-    cfg = PretrainConfig(out=args.out, steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed)
+    cfg = PretrainConfig(out=args.out, steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed, init=args.init)
     out = pretrain_toy(cfg)
     print(f"wrote the toy base model to {out}")
     return 0
@@ -264,6 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--init", default=None, help="continue from this model directory (e.g. solrl/assets/toy_base) "
+                   "instead of random weights")
     p.set_defaults(fn=cmd_pretrain_toy)
     return parser
 

@@ -215,7 +215,7 @@ class Trainer:
             results.append(step)
         if updates == 1:
             return results[0]
-        merged = {k: sum(r[k] for r in results if k in r) / updates for k in results[0]}
+        merged = {k: sum(r[k] for r in results) / updates for k in results[0]}
         merged["old_decay"] = results[-1]["old_decay"]
         for key in ("skipped_step", "trained_pairs", "seconds_sync"):  # counts and costs add up
             merged[key] = sum(r[key] for r in results)

@@ -1,4 +1,5 @@
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -88,6 +89,35 @@ def test_verifier_scores_violating_scenes_clearly_lower(violation):
         assert np.mean(wrong) <= 0.35
 
 
+def test_shape_ious_equal_a_whole_image_computation():
+    """The verifier measures IoU inside each object's box; drawn over the whole image it must agree."""
+    from scipy import ndimage
+
+    from solrl.toyworld.grammar import SHAPES
+
+    rng = np.random.default_rng(3)
+    scenes = [parse_prompt(p) for p in split_prompts("heldout")[:12]]
+    checked = 0
+    for scene in scenes:
+        image = render_scene(scene, rng).astype(int)
+        image = np.clip(image + rng.integers(-70, 70, image.shape), 0, 255).astype(np.uint8)  # ragged edges
+        for obj in detect_objects(image):
+            rgb = np.array(COLORS[obj.color])
+            near = np.linalg.norm(image.astype(np.float32) - rgb, axis=-1) < 90
+            components, n = ndimage.label(near)
+            hit = [c for c in range(1, n + 1) if np.allclose(np.argwhere(components == c).mean(0), obj.center)]
+            if len(hit) != 1:
+                continue  # nearest-palette labelling can split pixels differently from this simple threshold
+            mask = components == hit[0]
+            rows, cols = np.nonzero(mask)
+            top, left, h, w = rows.min(), cols.min(), np.ptp(rows) + 1, np.ptp(cols) + 1
+            for shape in SHAPES:
+                ideal = shape_mask(shape, 32, 32, top, left, h, w)
+                assert obj.shape_iou[shape] == pytest.approx((ideal & mask).sum() / (ideal | mask).sum(), abs=1e-12)
+            checked += 1
+    assert checked >= 10
+
+
 def test_noise_specks_earn_little():
     rng = np.random.default_rng(0)
     noise = rng.integers(0, 256, size=(32, 32, 3), dtype=np.uint8)
@@ -95,3 +125,25 @@ def test_noise_specks_earn_little():
     blank = np.full((32, 32, 3), 255, np.uint8)
     assert verify(blank, parse_prompt("two green triangles")).score == 0.0
     assert detect_objects(blank) == []
+
+
+def test_pretrain_writes_a_loadable_model_and_init_continues_from_one(tmp_path, capsys):
+    import json
+
+    import torch
+
+    from solrl.cli import main
+    from solrl.models.toy import ToyPolicy
+    from solrl.toyworld.pretrain import PretrainConfig, pretrain_toy
+
+    first = pretrain_toy(PretrainConfig(out=str(tmp_path / "first"), steps=2, batch_size=4, snapshot_every=0), log=lambda *a: None)
+    info = json.loads((first / "training.json").read_text())
+    assert info["step"] == 2 and info["config"]["init"] is None and math.isfinite(info["final_loss_mean_last_50"])
+    start = ToyPolicy.from_pretrained(first).transformer.state_dict()
+    # with lr 0 nothing moves, so continuing must give back the starting weights (a random start would not)
+    again = pretrain_toy(PretrainConfig(out=str(tmp_path / "again"), steps=2, batch_size=4, lr=0.0, seed=5, snapshot_every=0,
+                                        init=str(first)), log=lambda *a: None)
+    for name, value in ToyPolicy.from_pretrained(again).transformer.state_dict().items():
+        assert torch.equal(value, start[name]), name
+    assert main(["pretrain-toy", "--init", str(tmp_path / "nowhere"), "--steps", "1", "--out", str(tmp_path / "x")]) == 2
+    assert "no toy model there (config.json missing)" in capsys.readouterr().err

@@ -31,6 +31,7 @@ class PretrainConfig:
     snapshot_every: int = 250
     seed: int = 0
     sampling_shift: float = 1.0
+    init: str | None = None    # start (weights and their average) from this model directory instead of random weights
 
 
 def _lr_factor(step: int, cfg: PretrainConfig) -> float:
@@ -38,6 +39,17 @@ def _lr_factor(step: int, cfg: PretrainConfig) -> float:
         return (step + 1) / cfg.warmup_steps
     progress = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
     return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def _initial_transformer(cfg: PretrainConfig):
+    if cfg.init is None:
+        return build_toy_transformer(cfg.seed)
+    from diffusers import SD3Transformer2DModel
+
+    if not (Path(cfg.init) / "config.json").exists():
+        raise FileNotFoundError(f"--init {cfg.init}: no toy model there (config.json missing); point it at a directory "
+                                "written by `solrl pretrain-toy`, e.g. solrl/assets/toy_base")
+    return SD3Transformer2DModel.from_pretrained(cfg.init)
 
 
 def pretrain_toy(cfg: PretrainConfig, log=print) -> Path:
@@ -50,8 +62,8 @@ def pretrain_toy(cfg: PretrainConfig, log=print) -> Path:
     encoder = MiniLMEncoder()
     embeds = encoder(prompts)
     null = encoder([""])
-    transformer = build_toy_transformer(cfg.seed).train()
-    ema = build_toy_transformer(cfg.seed).eval().requires_grad_(False)
+    transformer = _initial_transformer(cfg).train()
+    ema = _initial_transformer(cfg).eval().requires_grad_(False)
     ema.load_state_dict(transformer.state_dict())
     policy = ToyPolicy(transformer, encoder)
     opt = torch.optim.AdamW(transformer.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)

@@ -7,6 +7,7 @@ were gamed within minutes in the feasibility probe; this margin was not.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +43,13 @@ class DetectedObject:
         return float(np.clip(margin / MARGIN_FULL_CREDIT, 0, 1) * np.clip((iou - 0.5) / 0.4, 0, 1))
 
 
+@functools.lru_cache(maxsize=4096)  # 3 shapes x box sizes: 3,072 masks cover every box of a 32x32 image
+def _ideal_in_box(shape: str, h: int, w: int) -> np.ndarray:
+    mask = shape_mask(shape, h, w, 0, 0, h, w)
+    mask.flags.writeable = False  # shared between calls
+    return mask
+
+
 def detect_objects(image: np.ndarray) -> list[DetectedObject]:
     """Objects in a uint8 [H, W, 3] image: connected components of each palette colour."""
     pixels = image.astype(np.float32)
@@ -59,10 +67,11 @@ def detect_objects(image: np.ndarray) -> list[DetectedObject]:
             rows, cols = np.nonzero(mask)
             top, left = rows.min(), cols.min()
             h, w = rows.max() - top + 1, cols.max() - left + 1
+            box = mask[top:top + h, left:left + w]  # both masks lie inside the box: IoU over it is exact
             ious = {}
             for shape in SHAPES:
-                ideal = shape_mask(shape, *mask.shape, top, left, h, w)
-                ious[shape] = float((ideal & mask).sum() / max(1, (ideal | mask).sum()))
+                ideal = _ideal_in_box(shape, int(h), int(w))
+                ious[shape] = float((ideal & box).sum() / max(1, (ideal | box).sum()))
             found.append(DetectedObject(name, area, (float(rows.mean()), float(cols.mean())), ious))
     return found
 
