@@ -28,24 +28,14 @@ from solrl.toyworld.verifier import (
 
 
 def load(args):
-    policy = load_policy("toy", args.model_path, None)
-    if args.checkpoint:
-        from solrl.checkpoint import load_checkpoint
-        from solrl.config import Config, from_dict
-        from solrl.models.lora import (
-            TRAINED,
-            add_policy_adapters,
-            load_adapter_state,
-            lora_config,
-            use_adapter,
-        )
+    if not args.checkpoint:
+        return load_policy("toy", args.model_path, None)
+    from solrl.checkpoint import load_checkpoint
+    from solrl.models import load_trained_policy
+    from solrl.models.lora import TRAINED, use_adapter
 
-        ckpt = load_checkpoint(args.checkpoint)
-        cfg = from_dict(Config, ckpt["config"])
-        lcfg = lora_config(cfg.lora.rank, cfg.lora.alpha, cfg.lora.init, cfg.lora.target_modules, cfg.lora.dropout)
-        add_policy_adapters(policy.transformer, lcfg)
-        load_adapter_state(policy.transformer, TRAINED, ckpt["lora_default"])
-        use_adapter(policy.transformer, TRAINED)
+    policy, _ = load_trained_policy(load_checkpoint(args.checkpoint))
+    use_adapter(policy.transformer, TRAINED)
     return policy
 
 
@@ -82,7 +72,7 @@ def parts_of(image, scene, parts) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model-path", default=None, help="toy model directory (default: the shipped base)")
-    p.add_argument("--checkpoint", default=None, help="a training run or checkpoint: its trained LoRA is applied")
+    p.add_argument("--checkpoint", default=None, help="a training run or checkpoint: its model with its trained LoRA (instead of --model-path)")
     p.add_argument("--split", default="heldout")
     p.add_argument("--seeds-per-prompt", type=int, default=4)
     p.add_argument("--guidance", type=float, default=1.0)

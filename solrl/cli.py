@@ -117,16 +117,11 @@ def _relaunch_with_torchrun(args) -> int:
 
 def cmd_export(args) -> int:
     from .checkpoint import load_checkpoint
-    from .config import Config, from_dict
-    from .models import load_policy
-    from .models.lora import TRAINED, add_policy_adapters, export_lora, load_adapter_state, lora_config
+    from .models import load_trained_policy
+    from .models.lora import export_lora
 
     ckpt = load_checkpoint(args.run)
-    cfg = from_dict(Config, ckpt["config"])
-    policy = load_policy(cfg.model.name, cfg.model.path, cfg.model.shift)
-    lcfg = lora_config(cfg.lora.rank, cfg.lora.alpha, cfg.lora.init, cfg.lora.target_modules, cfg.lora.dropout)
-    add_policy_adapters(policy.transformer, lcfg)
-    load_adapter_state(policy.transformer, TRAINED, ckpt["lora_default"])
+    policy, lcfg = load_trained_policy(ckpt)
     out = export_lora(policy.transformer, lcfg, args.out)
     print(f"exported the trained LoRA of {ckpt['_path']} to {out} (peft: adapter_model.safetensors; diffusers: pytorch_lora_weights.safetensors)")
     return 0
