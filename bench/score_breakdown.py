@@ -2,9 +2,9 @@
 
     .venv/bin/python bench/score_breakdown.py [--model-path DIR | --checkpoint RUN_OR_FILE] [--guidance 3 --steps 20]
 
-Same prompts and seeds as bench/toy_base_report.py (4 fixed seeds per held-out prompt). Parts:
-count scenes: count credit, shape credit, purity; relation scenes: each object's shape credit,
-relation credit, purity; plus per-shape credit and how often the detected shape is the asked one.
+Same prompts and seeds as bench/toy_base_report.py (4 fixed seeds per held-out prompt). The parts
+are the verifier's own (Verdict.parts): count scenes: count, shape, purity credit; relation scenes:
+each object's shape credit (also by asked shape), relation credit, purity.
 """
 from __future__ import annotations
 
@@ -19,12 +19,7 @@ from solrl.generation import generate
 from solrl.images import to_uint8_nhwc
 from solrl.models import load_policy
 from solrl.toyworld.grammar import parse_prompt, split_prompts
-from solrl.toyworld.verifier import (
-    RELATION_FULL_CREDIT,
-    _relation_offset,
-    detect_objects,
-    verify,
-)
+from solrl.toyworld.verifier import verify
 
 
 def load(args):
@@ -39,34 +34,20 @@ def load(args):
     return policy
 
 
-def parts_of(image, scene, parts) -> None:
-    objects = detect_objects(image)
-    total = sum(o.area for o in objects)
-    verdict = verify(image, scene)
+def parts_of(verdict, scene, parts) -> None:
     parts["all: score"].append(verdict.score)
     parts[f"{scene.kind}: score"].append(verdict.score)
     parts[f"{scene.kind}: strict"].append(verdict.strict)
+    p = verdict.parts
     if scene.second is None:
-        mine = [o for o in objects if o.color == scene.first.color]
-        parts["count: count credit"].append(max(0.0, 1 - abs(scene.count - len(mine)) / scene.count))
-        credits = sorted((o.shape_credit(scene.first.shape) for o in mine), reverse=True)[:scene.count]
-        parts["count: shape credit"].append(sum(credits) / scene.count)
-        parts["count: purity"].append(sum(o.area for o in mine) / total if total else 0.0)
+        for name in ("count", "shape", "purity"):
+            parts[f"count: {name} credit"].append(p[name])
         return
-    picked = []
-    for spec in (scene.first, scene.second):
-        found = [o for o in objects if o.color == spec.color]
-        best = max(found, key=lambda o: (o.shape_credit(spec.shape), o.area), default=None)
-        picked.append(best)
-        credit = best.shape_credit(spec.shape) if best else 0.0
-        parts["relation: shape credit (per object)"].append(credit)
-        parts[f"relation: shape credit, {spec.shape}"].append(credit)
-        if best:
-            parts[f"relation: detected shape is {spec.shape} when asked"].append(best.shape == spec.shape)
-    a, b = picked
-    offset = _relation_offset(scene.relation, a, b) if a and b else 0.0
-    parts["relation: relation credit"].append(float(np.clip(offset / RELATION_FULL_CREDIT, 0, 1)))
-    parts["relation: purity"].append(sum(o.area for o in picked if o) / total if total else 0.0)
+    for key, spec in (("shape_first", scene.first), ("shape_second", scene.second)):
+        parts["relation: shape credit (per object)"].append(p[key])
+        parts[f"relation: shape credit, {spec.shape}"].append(p[key])
+    parts["relation: relation credit"].append(p["relation"])
+    parts["relation: purity credit"].append(p["purity"])
 
 
 def main() -> None:
@@ -86,7 +67,8 @@ def main() -> None:
                        batch_size=64)
     parts = defaultdict(list)
     for image, prompt in zip(to_uint8_nhwc(policy.decode(samples)), flat):
-        parts_of(image, parse_prompt(prompt), parts)
+        scene = parse_prompt(prompt)
+        parts_of(verify(image, scene), scene, parts)
     for key in sorted(parts):
         print(f"{key:48s} {np.mean(parts[key]):.3f}  (n={len(parts[key])})")
 

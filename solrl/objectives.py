@@ -22,7 +22,7 @@ import torch
 
 from .algorithms.awm import AWM_WEIGHTINGS, awm_loss
 from .algorithms.flow_grpo import clipped_policy_loss, sde_window
-from .algorithms.nft import nft_loss, reward_prob, select_timesteps
+from .algorithms.nft import nft_loss, num_train_slots, reward_prob, select_timesteps
 from .algorithms.sde import gaussian_kl_equal_std, gaussian_log_prob
 from .config import ConfigError
 from .models.lora import ROLLOUT, adapter
@@ -257,7 +257,7 @@ def objective_config_errors(cfg) -> list[str]:
     errors = []
     if algorithm in ("nft", "awm"):  # each update needs at least one of the timestep slots a sample trains
         grid = cfg.rollout.explore_steps if cfg.rollout.family == "naive_quant" else cfg.sampling.steps
-        slots = max(1, int(grid * t.timestep_fraction))
+        slots = num_train_slots(grid, t.timestep_fraction)
         if t.updates_per_iteration > slots:
             errors.append(f"train.updates_per_iteration={t.updates_per_iteration} is more than the {slots} timestep slots "
                           f"each sample trains on ({grid} steps x train.timestep_fraction {t.timestep_fraction}); lower it "

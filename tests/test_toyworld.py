@@ -118,6 +118,17 @@ def test_shape_ious_equal_a_whole_image_computation():
     assert checked >= 10
 
 
+def test_verdict_parts_are_the_partial_credits_the_score_averages():
+    rng = np.random.default_rng(1)
+    scene = parse_prompt("a red circle to the left of a blue square")
+    clean = verify(render_scene(scene, rng), scene)
+    assert set(clean.parts) == {"shape_first", "shape_second", "relation", "purity"}
+    assert clean.score == pytest.approx(np.mean(list(clean.parts.values())))
+    assert min(clean.parts.values()) > 0.9
+    blank = verify(np.full((32, 32, 3), 255, np.uint8), parse_prompt("three green squares"))
+    assert blank.parts == {"count": 0.0, "shape": 0.0, "purity": 0.0}
+
+
 def test_noise_specks_earn_little():
     rng = np.random.default_rng(0)
     noise = rng.integers(0, 256, size=(32, 32, 3), dtype=np.uint8)

@@ -130,11 +130,16 @@ def old_policy_decay(step: int, schedule: str | float) -> float:
     return min((step - warmup) * rate, maximum)
 
 
+def num_train_slots(num_timesteps: int, fraction: float) -> int:
+    """How many of a rollout's timesteps each sample trains on."""
+    return max(1, int(num_timesteps * fraction))
+
+
 def select_timesteps(grid: torch.Tensor, num_samples: int, fraction: float, generator: torch.Generator | None = None):
-    """Per sample, a random subset of the rollout's T timesteps: [num_samples, max(1, int(T * fraction))]."""
+    """Per sample, a random subset of the rollout's T timesteps: [num_samples, num_train_slots(T, fraction)]."""
     if not 0 < fraction <= 1:
         raise ValueError(f"timestep_fraction must be in (0, 1], got {fraction}")
     T = grid.numel()
-    keep = max(1, int(T * fraction))
+    keep = num_train_slots(T, fraction)
     order = torch.stack([torch.randperm(T, generator=generator) for _ in range(num_samples)])
     return grid[order[:, :keep]]

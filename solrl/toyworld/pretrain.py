@@ -1,6 +1,7 @@
 """Pretrain the toy base model by rectified flow on rendered toy-world scenes (train split only)."""
 from __future__ import annotations
 
+import copy
 import datetime
 import json
 import math
@@ -63,8 +64,7 @@ def pretrain_toy(cfg: PretrainConfig, log=print) -> Path:
     embeds = encoder(prompts)
     null = encoder([""])
     transformer = _initial_transformer(cfg).train()
-    ema = _initial_transformer(cfg).eval().requires_grad_(False)
-    ema.load_state_dict(transformer.state_dict())
+    ema = copy.deepcopy(transformer).eval().requires_grad_(False)
     policy = ToyPolicy(transformer, encoder)
     opt = torch.optim.AdamW(transformer.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, cfg))

@@ -78,8 +78,9 @@ def detect_objects(image: np.ndarray) -> list[DetectedObject]:
 
 @dataclass(frozen=True)
 class Verdict:
-    score: float   # continuous GenEval-style score in [0, 1]
+    score: float   # continuous GenEval-style score in [0, 1]: the mean of `parts`
     strict: bool   # every requirement met exactly
+    parts: dict[str, float]  # the partial credits, by name
 
 
 def _relation_offset(relation: str, a: DetectedObject, b: DetectedObject) -> float:
@@ -106,20 +107,21 @@ def verify(image: np.ndarray, scene: Scene) -> Verdict:
         credits = sorted((o.shape_credit(scene.first.shape) for o in mine), reverse=True)[:n]
         purity = sum(o.area for o in mine) / total_area if total_area else 0.0
         strict = len(mine) == n and all(o.shape == scene.first.shape for o in mine)
-        return Verdict(float(np.mean([count_credit, sum(credits) / n, purity])), strict)
+        parts = {"count": count_credit, "shape": sum(credits) / n, "purity": purity}
+        return Verdict(float(np.mean(list(parts.values()))), strict, parts)
 
-    parts, picked = [], []
-    for spec in (scene.first, scene.second):
+    parts, picked = {}, []
+    for key, spec in (("shape_first", scene.first), ("shape_second", scene.second)):
         candidates = [o for o in objects if o.color == spec.color]
         best = max(candidates, key=lambda o: (o.shape_credit(spec.shape), o.area), default=None)
         picked.append(best)
-        parts.append(best.shape_credit(spec.shape) if best else 0.0)
+        parts[key] = best.shape_credit(spec.shape) if best else 0.0
     a, b = picked
     offset = _relation_offset(scene.relation, a, b) if a and b else 0.0
-    parts.append(float(np.clip(offset / RELATION_FULL_CREDIT, 0, 1)))
-    parts.append(sum(o.area for o in picked if o) / total_area if total_area else 0.0)
+    parts["relation"] = float(np.clip(offset / RELATION_FULL_CREDIT, 0, 1))
+    parts["purity"] = sum(o.area for o in picked if o) / total_area if total_area else 0.0
     strict = bool(a and b and a.shape == scene.first.shape and b.shape == scene.second.shape and offset >= 2)
-    return Verdict(float(np.mean(parts)), strict)
+    return Verdict(float(np.mean(list(parts.values()))), strict, parts)
 
 
 def verify_prompt(image: np.ndarray, prompt: str) -> Verdict:
