@@ -52,11 +52,23 @@ def _solrl_nproc(config, run, nproc=2, timeout=300):
     return subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=timeout)
 
 
-def _assert_same_lora(a, b, atol=1e-6):
+# Processes and ranks sum the same gradients in another order, and each CPU kind's kernels round
+# their own way; Adam then magnifies the 1e-7 differences for gradients near its epsilon. Measured
+# worst |difference| on weights of magnitude <= 1 after 1-3 updates of this test's runs (lr 1e-2):
+# 2-core AMD EPYC AVX2 < 1e-6, 2-core AMD EPYC AVX512-BF16 1.33e-6 (docs/test-suite.md). A wrong
+# update moves weights by ~lr = 1e-2, three orders of magnitude above this bound.
+CROSS_PROCESS_ATOL = 1e-5
+
+
+def _assert_same_lora(a, b, atol=CROSS_PROCESS_ATOL):
     for key in ("lora_default", "lora_old"):
         assert a[key].keys() == b[key].keys()
         for name, value in a[key].items():
             torch.testing.assert_close(b[key][name], value, rtol=0, atol=atol, msg=f"{key} {name}")
+
+
+def _largest_move(before, after):
+    return max((after["lora_default"][k] - v).abs().max().item() for k, v in before["lora_default"].items())
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +96,7 @@ def test_two_processes_train_what_one_process_trains(runs):
     _assert_same_lora(one, two)
     _assert_same_lora(one, load_checkpoint(checkpoint_path(root / "two_via_solrl" / "checkpoints", 2)))
     start = load_checkpoint(checkpoint_path(root / "one" / "checkpoints", 1))
-    assert any(not torch.equal(start["lora_default"][k], v) for k, v in one["lora_default"].items())  # weights moved
+    assert _largest_move(start, one) > 100 * CROSS_PROCESS_ATOL  # one update moves far more than the tolerance
     logged = [line for line in (root / "two" / "train.jsonl").read_text().splitlines()]
     assert len(logged) == 2  # rank 0 alone logs
 
