@@ -45,17 +45,25 @@ def load_policy(name: str, path=None, shift=None, **options) -> Policy:
     return MODELS.get_or_raise(name)(path=path, shift=shift, **options)
 
 
+def load_base_policy(ckpt: dict) -> Policy:
+    """The base model a training checkpoint was made with (no LoRA), loaded with the run's model options."""
+    from ..config import Config, from_dict
+
+    model = from_dict(Config, ckpt["config"]).model
+    return load_policy(model.name, model.path, model.shift, **policy_options(model))
+
+
 def load_trained_policy(ckpt: dict):
     """The policy a training checkpoint was made with, its trained LoRA added; returns (policy, LoraConfig)."""
     from ..config import Config, from_dict
     from .lora import TRAINED, add_policy_adapters, load_adapter_state, lora_config
 
     cfg = from_dict(Config, ckpt["config"])
-    policy = load_policy(cfg.model.name, cfg.model.path, cfg.model.shift)
+    policy = load_base_policy(ckpt)
     lcfg = lora_config(cfg.lora.rank, cfg.lora.alpha, cfg.lora.init, cfg.lora.target_modules, cfg.lora.dropout)
     add_policy_adapters(policy.transformer, lcfg)
     load_adapter_state(policy.transformer, TRAINED, ckpt["lora_default"])
     return policy, lcfg
 
 
-__all__ = ["MODELS", "Policy", "PromptEmbeds", "load_policy", "load_trained_policy", "policy_options"]
+__all__ = ["MODELS", "Policy", "PromptEmbeds", "load_base_policy", "load_policy", "load_trained_policy", "policy_options"]

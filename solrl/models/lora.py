@@ -7,14 +7,11 @@ optimizer always owns exactly the `default` parameters.
 from __future__ import annotations
 
 import contextlib
-import json
 import warnings
-from pathlib import Path
 
 import torch
-from peft import LoraConfig, inject_adapter_in_model, set_peft_model_state_dict
+from peft import LoraConfig, inject_adapter_in_model
 from peft.tuners.tuners_utils import BaseTunerLayer
-from peft.utils import get_peft_model_state_dict
 
 from ..sharding import full, like
 
@@ -103,42 +100,6 @@ def load_adapter_state(model, name: str, state: dict[str, torch.Tensor]) -> None
         raise ValueError(f"adapter {name!r} state does not fit the model: missing {sorted(missing)[:3]}, unexpected {sorted(extra)[:3]}")
     for key, p in params.items():
         p.copy_(like(state[key], p))
-
-
-def export_lora(model, config: LoraConfig, out_dir: str | Path, name: str = TRAINED, diffusers_prefix: str = "transformer") -> Path:
-    """Write the adapter in peft format (adapter_config.json + adapter_model.safetensors) and in
-    diffusers' LoRA format (pytorch_lora_weights.safetensors, keys prefixed `transformer.`)."""
-    from safetensors.torch import save_file
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().cpu().contiguous() for k, v in get_peft_model_state_dict(model, adapter_name=name).items()}
-    save_file(state, str(out / "adapter_model.safetensors"))
-    cfg = {k: sorted(v) if isinstance(v, set) else v for k, v in config.to_dict().items()}
-    (out / "adapter_config.json").write_text(json.dumps(cfg, indent=2, default=str) + "\n")
-    # diffusers reads rank and alpha from this metadata (keys prefixed by the pipeline component);
-    # without it, it would assume alpha = rank and load a differently scaled LoRA.
-    metadata = {"format": "pt", "lora_adapter_metadata": json.dumps(
-        {f"{diffusers_prefix}.{k}": v for k, v in cfg.items()}, default=str, sort_keys=True)}
-    diffusers_state = {f"{diffusers_prefix}.{k}": v for k, v in state.items()}
-    save_file(diffusers_state, str(out / "pytorch_lora_weights.safetensors"), metadata=metadata)
-    return out
-
-
-def load_exported_lora(model, export_dir: str | Path, name: str = TRAINED) -> None:
-    """Inject and load an adapter written by `export_lora` (peft format) into a fresh model."""
-    from safetensors.torch import load_file
-
-    export_dir = Path(export_dir)
-    config = LoraConfig.from_pretrained(str(export_dir))
-    inject_adapter_in_model(config, model, adapter_name=name)
-    result = set_peft_model_state_dict(model, load_file(str(export_dir / "adapter_model.safetensors")), adapter_name=name)
-    unexpected = getattr(result, "unexpected_keys", [])
-    if unexpected:
-        raise ValueError(f"{export_dir}: adapter weights do not fit the model (unexpected keys {unexpected[:3]})")
-    for layer in _tuner_layers(model):
-        layer.set_adapter(name)
-    model.requires_grad_(False)
 
 
 @contextlib.contextmanager

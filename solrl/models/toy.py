@@ -41,6 +41,7 @@ class ToyPolicy:
     """Pixel-space policy: images in [-1, 1] are the sample space; decode is a rescale."""
 
     sample_shape = (3, 32, 32)
+    pipeline_class = "StableDiffusion3Pipeline"  # whose LoRA writer fits the toy's SD3 transformer
 
     def __init__(self, transformer, text_encoder: MiniLMEncoder | None = None, shift: float = 1.0):
         self.transformer = transformer
