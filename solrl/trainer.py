@@ -211,7 +211,8 @@ class Trainer:
         results = []
         for u in range(updates):
             step = self._update(batch, advantages, iteration, (u, updates))
-            step["old_decay"], step["seconds_sync"] = self._refresh_old()
+            # the old policy follows optimizer steps: a skipped one must not move it a second time
+            step["old_decay"], step["seconds_sync"] = (float("nan"), 0.0) if step["skipped_step"] else self._refresh_old()
             results.append(step)
         if updates == 1:
             return results[0]

@@ -8,7 +8,7 @@ from solrl.checkpoint import list_checkpoints, load_checkpoint
 from solrl.config import ConfigError, load_config
 from solrl.generation import generate
 from solrl.models import load_policy
-from solrl.models.lora import TRAINED, adapter
+from solrl.models.lora import ROLLOUT, TRAINED, adapter, adapter_params
 from solrl.rewards.base import REWARDS, Reward, RewardResult
 from solrl.trainer import Trainer
 
@@ -124,6 +124,26 @@ def test_export_check_fails_on_a_file_that_does_not_reproduce_the_policy(tiny_to
     assert not result.ok
     peft_route, model_route = result.routes.values()
     assert peft_route < 1e-5 < model_route and result.base > 1e-5
+
+
+def test_a_skipped_optimizer_step_leaves_the_old_policy_alone(tiny_toy_dir, tmp_path):
+    trainer = Trainer(_cfg(tiny_toy_dir, tmp_path / "run"), quiet=True)
+    first = trainer.run_iteration(0)
+    assert first["skipped_step"] == 0 and trainer.state.optimizer_step == 1
+    old_before = {k: v.detach().clone() for k, v in adapter_params(trainer.model, ROLLOUT).items()}
+    assert any(not torch.equal(v, p) for (k, v), p in zip(old_before.items(), adapter_params(trainer.model, TRAINED).values()))
+    accumulate = trainer.objective.accumulate
+
+    def poisoned(*args, **kwargs):  # a NaN gradient: the optimizer step is skipped
+        out = accumulate(*args, **kwargs)
+        next(iter(adapter_params(trainer.model, TRAINED).values())).grad.fill_(float("nan"))
+        return out
+
+    trainer.objective.accumulate = poisoned
+    second = trainer.run_iteration(1)
+    assert second["skipped_step"] == 1 and trainer.state.optimizer_step == 1 and math.isnan(second["old_decay"])
+    for key, value in adapter_params(trainer.model, ROLLOUT).items():
+        assert torch.equal(value, old_before[key]), key
 
 
 def test_non_finite_rewards_are_dropped_and_logged(tiny_toy_dir, tmp_path, caplog):
