@@ -77,3 +77,25 @@ def test_engine_reports_what_it_quantized_and_how(policy):
     assert ExploreEngine(policy, "auto").recipe.name in ("bf16", "fp32")
     with pytest.raises(ValueError, match="auto, fp32, bf16, int8"):
         ExploreEngine(policy, "fp2")
+
+
+@pytest.mark.parametrize("recipe", ["nvfp4", "nvfp4_weight_only", "mxfp4", "mxfp8", "fp8", "int8"])
+def test_blocked_formats_quantize_only_layers_whose_both_dims_fit_their_blocks(recipe):
+    """nvfp4_2d weight tiles are 16 x 16: a 72 x 64 weight ([out, in]) must stay in full precision,
+    not crash the engine build; every layer the rule accepts builds and runs."""
+    from solrl.precision.formats import BLOCK_SHAPES
+    from solrl.precision.linear import should_quantize
+
+    r = _tiny(recipe)
+    kernel = select_kernel(r, "cpu")
+    for out_f, in_f in [(72, 64), (64, 72), (64, 64), (96, 32), (64, 48)]:
+        accepted = should_quantize("blocks.0.ff", in_f, out_f, r)
+        rows, cols = BLOCK_SHAPES.get(r.weight_format, (1, 1))
+        act_cols = BLOCK_SHAPES.get(r.act_format, (1, 1))[1]
+        assert accepted == (out_f % rows == 0 and in_f % cols == 0 and in_f % act_cols == 0), (out_f, in_f)
+        if accepted:
+            layer = QuantLinear.from_weight(torch.randn(out_f, in_f), None, r, kernel)
+            assert layer(torch.randn(5, in_f)).shape == (5, out_f)
+    assert not should_quantize("blocks.0.ff", 64, 72, _tiny("nvfp4"))  # the case issue 15 met
+    with pytest.raises(ValueError, match="multiples of 16"):
+        quantize_dequantize(torch.randn(72, 64), "nvfp4_2d")  # what building it would have hit

@@ -23,6 +23,14 @@ E4M3_MAX = 448.0
 # to the neighbour with the even code (round half to even): True means "ties go up".
 _E2M1_BOUNDS = ((0.25, False), (0.75, True), (1.25, False), (1.75, True), (2.5, False), (3.5, True), (5.0, False))
 FORMATS = ("nvfp4", "nvfp4_2d", "mxfp4", "mxfp8", "fp8_e4m3", "fp8_e4m3_row", "int8")
+# Scale blocks as (rows, columns) over a matrix's last two dims; both must divide the matrix's.
+BLOCK_SHAPES = {"nvfp4": (1, 16), "nvfp4_2d": (16, 16), "mxfp4": (1, 32), "mxfp8": (1, 32)}
+
+
+def fits_blocks(fmt: str | None, rows: int, cols: int) -> bool:
+    """Whether a rows x cols matrix splits into `fmt`'s scale blocks (formats without blocks fit anything)."""
+    block_rows, block_cols = BLOCK_SHAPES.get(fmt, (1, 1))
+    return rows % block_rows == 0 and cols % block_cols == 0
 
 
 def e2m1_codes(magnitude: torch.Tensor) -> torch.Tensor:

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .formats import FORMATS, int8_quantize, quantize_dequantize
+from .formats import FORMATS, fits_blocks, int8_quantize, quantize_dequantize
 
 
 @dataclass(frozen=True)
@@ -162,10 +162,8 @@ def should_quantize(name: str, in_features: int, out_features: int, recipe: Reci
         return False
     if min(in_features, out_features) < recipe.min_features:
         return False
-    for fmt, block in ((recipe.weight_format, 16), (recipe.act_format, 16)):
-        if fmt and fmt.startswith(("nvfp4", "mx")) and in_features % (32 if fmt.startswith("mx") else block):
-            return False
-    return True
+    # weights are [out, in] (a 2-D format blocks both dims); activations [tokens, in] are blocked along `in`
+    return fits_blocks(recipe.weight_format, out_features, in_features) and fits_blocks(recipe.act_format, 1, in_features)
 
 
 @dataclass
