@@ -60,6 +60,8 @@ class EvalConfig:
     guidance: float = 1.0
     max_prompts: int = 0             # 0 = every prompt of the split
     grid_prompts: int = 16           # prompts shown in the PNG grid
+    ema: bool = False                # evaluate an EMA of the trained LoRA instead of its live weights (the references do)
+    ema_decay: float = 0.9           # the EMA's decay cap: min((1 + step) / (10 + step), ema_decay), as DiffusionNFT
 
 
 @dataclass

@@ -5,6 +5,7 @@ resumed run repeats exactly what an uninterrupted run would have done.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -17,7 +18,7 @@ import numpy as np
 import torch
 import yaml
 
-from .algorithms.nft import ADV_MODES, DECAY_SCHEDULES, group_advantages, old_policy_decay
+from .algorithms.nft import ADV_MODES, DECAY_SCHEDULES, eval_ema_decay, group_advantages, old_policy_decay
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import Config, ConfigError, to_dict
 from .data import check_prompt_lengths, load_prompts
@@ -25,7 +26,7 @@ from .distributed import current_world, gather_objects, shard, sum_gradients
 from .evaluate import evaluate
 from .metrics_log import MetricsLogger
 from .models import load_policy, policy_options
-from .models.lora import (ROLLOUT, TRAINED, adapter, adapter_params, adapter_state, add_policy_adapters, ema_update,
+from .models.lora import (ROLLOUT, TRAINED, AdapterEMA, adapter, adapter_params, adapter_state, add_policy_adapters, ema_update,
                           load_adapter_state, lora_config)
 from .objectives import build_objective, objective_config_errors
 from .rewards import build_reward
@@ -70,8 +71,7 @@ def validate_train_config(cfg: Config) -> None:
         (cfg.rollout.selection in SELECTION_MODES, f"rollout.selection {cfg.rollout.selection!r} is not one of {', '.join(SELECTION_MODES)}"),
         (cfg.rollout.family == "diffusionnft" or cfg.rollout.explore_seeds >= t.group_size,
          f"rollout.explore_seeds (N={cfg.rollout.explore_seeds}) must be >= train.group_size (K={t.group_size})"),
-        (cfg.rollout.family == "diffusionnft" or cfg.rollout.selection not in ("best_worst", "extremes_random") or t.group_size % 2 == 0,
-         f"selection {cfg.rollout.selection!r} needs an even train.group_size; got K={t.group_size}"),
+        (0 <= cfg.eval.ema_decay < 1, f"eval.ema_decay must be in [0, 1); got {cfg.eval.ema_decay}"),
     ]
     for ok, message in checks:
         if not ok:
@@ -150,6 +150,7 @@ class Trainer:
         self.model.train()
         params = list(adapter_params(self.model, TRAINED).values())
         self.optimizer = torch.optim.AdamW(params, lr=cfg.train.lr, betas=tuple(cfg.train.betas), weight_decay=cfg.train.weight_decay)
+        self.eval_ema = AdapterEMA(self.model, TRAINED) if cfg.eval.ema else None
         self.state = TrainState()
         self._session_start = time.time()
         self.eval_history: list[dict] = []
@@ -171,6 +172,7 @@ class Trainer:
             "data_position": self.state.iteration * self.cfg.train.prompts_per_iter,
             "lora_default": adapter_state(self.model, TRAINED),
             "lora_old": adapter_state(self.model, ROLLOUT),
+            "lora_ema": self.eval_ema.state() if self.eval_ema is not None else None,
             "optimizer": full_state(self.optimizer.state_dict()),
             "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()},
             "eval_history": self.eval_history,
@@ -186,6 +188,11 @@ class Trainer:
         random.setstate(ckpt["rng"]["python"])
         self.state = TrainState(ckpt["iteration"], ckpt["optimizer_step"], ckpt.get("elapsed", 0.0))
         self.eval_history = list(ckpt.get("eval_history", []))
+        if self.eval_ema is not None:
+            if ckpt.get("lora_ema") is not None:
+                self.eval_ema.load(ckpt["lora_ema"])
+            else:
+                log.warning("eval.ema: the checkpoint holds no EMA (it was trained without); the EMA starts from its weights")
         self._session_start = time.time()
         if self.engine is not None:
             self.engine.sync(self.policy)
@@ -239,6 +246,8 @@ class Trainer:
         if math.isfinite(grad_norm):
             self.optimizer.step()
             self.state.optimizer_step += 1
+            if self.eval_ema is not None:
+                self.eval_ema.update(eval_ema_decay(self.state.optimizer_step, self.cfg.eval.ema_decay))
             skipped = 0
         else:
             log.warning("iteration %d: gradient norm is %s; optimizer step skipped", iteration, grad_norm)
@@ -370,12 +379,15 @@ class Trainer:
     def validate(self) -> dict:
         e = self.cfg.eval
         self.model.eval()
-        with adapter(self.model, TRAINED):
+        weights = self.eval_ema.swapped_in() if self.eval_ema is not None else contextlib.nullcontext()
+        with adapter(self.model, TRAINED), weights:
             # under fsdp2 every rank runs the forwards; rank 0 alone scores and writes
             summary = evaluate(self.policy, self.reward if self.world.main else None, self.eval_prompts, e.seeds_per_prompt, e.steps, e.solver, e.guidance,
                                self.cfg.sampling.batch_size, e.grid_prompts, out_dir=self.run_dir / "eval" if self.world.main else None,
                                tag=f"iter_{self.state.iteration:06d}")
         self.model.train()
+        if summary is not None:
+            summary["weights"] = "ema" if self.eval_ema is not None else "live"
         return summary
 
     def elapsed(self) -> float:

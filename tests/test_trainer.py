@@ -244,3 +244,39 @@ def test_updates_per_iteration_step_refresh_and_resume_exactly(tiny_toy_dir, tmp
     # the old adapter is refreshed after every optimizer step: linear_to_0_5 decay = 0.001 x step
     assert [r["old_decay"] for r in train] == pytest.approx([0.002, 0.004])
     assert [r["trained_pairs"] for r in train] == [2 * 3 * 2] * 2  # 2 prompts x K 3 x 2 slots, all trained once
+
+
+def test_eval_ema_follows_the_references_warmup_and_is_what_evaluation_sees(tiny_toy_dir, tmp_path):
+    """eval.ema: EMA <- d EMA + (1 - d) weights after each optimizer step s, d = min((1 + s) / (10 + s), 0.9)
+    (DiffusionNFT flow_grpo/ema.py); evaluation swaps it in and puts the live weights back; resume keeps it."""
+    from solrl.algorithms.nft import eval_ema_decay
+
+    assert eval_ema_decay(1) == pytest.approx(2 / 11) and eval_ema_decay(8) == pytest.approx(0.5)
+    assert eval_ema_decay(100) == 0.9 and eval_ema_decay(100, cap=0.95) == pytest.approx(101 / 110)
+    trainer = Trainer(_cfg(tiny_toy_dir, tmp_path / "run", "eval.ema=true", "train.iterations=2"), quiet=True)
+    start = {k: v.detach().clone() for k, v in adapter_params(trainer.model, TRAINED).items()}
+    weights = [start]
+    for i in range(2):
+        trainer.run_iteration(i)
+        trainer.state.iteration = i + 1
+        weights.append({k: v.detach().clone() for k, v in adapter_params(trainer.model, TRAINED).items()})
+    d1, d2 = eval_ema_decay(1), eval_ema_decay(2)
+    for key, ema in trainer.eval_ema.values.items():  # by hand: two updates from the initial weights
+        expected = d2 * (d1 * start[key] + (1 - d1) * weights[1][key]) + (1 - d2) * weights[2][key]
+        torch.testing.assert_close(ema, expected, rtol=1e-6, atol=1e-7)
+    assert any(not torch.allclose(trainer.eval_ema.values[k], weights[2][k]) for k in start)
+    prompts, seeds = ["two red circles"], [3]
+    with trainer.eval_ema.swapped_in(), adapter(trainer.model, TRAINED):
+        for key, p in adapter_params(trainer.model, TRAINED).items():
+            assert torch.equal(p, trainer.eval_ema.values[key])
+        with_ema = generate(trainer.policy, prompts, seeds, steps=2)
+    for key, p in adapter_params(trainer.model, TRAINED).items():  # live weights are back
+        assert torch.equal(p, weights[2][key])
+    summary = trainer.validate()
+    assert summary["weights"] == "ema"
+    with adapter(trainer.model, TRAINED):
+        assert not torch.allclose(generate(trainer.policy, prompts, seeds, steps=2), with_ema)
+    trainer.save()
+    resumed = Trainer(_cfg(tiny_toy_dir, tmp_path / "run", "eval.ema=true", "train.iterations=2"), resume=str(tmp_path / "run"), quiet=True)
+    for key, value in trainer.eval_ema.values.items():
+        assert torch.equal(resumed.eval_ema.values[key], value)

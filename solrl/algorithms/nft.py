@@ -130,6 +130,14 @@ def old_policy_decay(step: int, schedule: str | float) -> float:
     return min((step - warmup) * rate, maximum)
 
 
+def eval_ema_decay(step: int, cap: float = 0.9) -> float:
+    """Decay of the evaluation EMA after optimizer step `step` (1 for the first), as DiffusionNFT's
+    flow_grpo/ema.py: min((1 + step) / (10 + step), cap), a warm-up that trusts early weights less."""
+    if not 0 <= cap < 1:
+        raise ValueError(f"eval.ema_decay must be in [0, 1), got {cap}")
+    return min((1 + step) / (10 + step), cap)
+
+
 def num_train_slots(num_timesteps: int, fraction: float) -> int:
     """How many of a rollout's timesteps each sample trains on."""
     return max(1, int(num_timesteps * fraction))

@@ -87,6 +87,44 @@ def ema_update(model, decay: float, src: str = TRAINED, dst: str = ROLLOUT) -> N
         p.mul_(decay).add_(source[key].detach(), alpha=1 - decay)
 
 
+class AdapterEMA:
+    """An exponential moving average of one adapter's parameters (the references evaluate it), kept
+    beside the model; under FSDP2 its tensors are shards like the parameters they follow."""
+
+    def __init__(self, model, name: str = TRAINED):
+        self.model, self.name = model, name
+        self.values = {k: p.detach().clone() for k, p in adapter_params(model, name).items()}
+
+    @torch.no_grad()
+    def update(self, decay: float) -> None:
+        for key, p in adapter_params(self.model, self.name).items():
+            self.values[key].mul_(decay).add_(p.detach(), alpha=1 - decay)
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return {k: full(v).clone() for k, v in self.values.items()}
+
+    @torch.no_grad()
+    def load(self, state: dict[str, torch.Tensor]) -> None:
+        if self.values.keys() != state.keys():
+            raise ValueError(f"EMA state does not fit adapter {self.name!r}")
+        self.values = {k: like(state[k], v) for k, v in self.values.items()}
+
+    @contextlib.contextmanager
+    def swapped_in(self):
+        """The adapter holds the EMA inside the block and its own weights again after it."""
+        params = adapter_params(self.model, self.name)
+        live = {k: p.detach().clone() for k, p in params.items()}
+        with torch.no_grad():
+            for key, p in params.items():
+                p.copy_(self.values[key])
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                for key, p in params.items():
+                    p.copy_(live[key])
+
+
 def adapter_state(model, name: str) -> dict[str, torch.Tensor]:
     """Whole tensors, also from a sharded (FSDP2) model: then every rank must call it."""
     return {k: full(v.detach()).clone() for k, v in adapter_params(model, name).items()}
