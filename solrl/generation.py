@@ -36,7 +36,8 @@ def generate(
         n = len(chunk)
         # Every forward sees exactly batch_size rows (the last chunk is padded), so the matrix
         # products run the same kernels whatever the batch holds: a seed's image is then bitwise
-        # the same alone, in a batch, or regenerated later (Sol-RL relies on this).
+        # the same alone, in a batch, or regenerated later (Sol-RL relies on this). Explore engines
+        # keep it too (per-row or per-sample scales), except nvfp4_tensor's one scale per batch.
         padded = chunk + [chunk[-1]] * (batch_size - n)
         cond = policy.encode_prompts(padded)
         noise = initial_noise(list(seeds[start:start + batch_size]) + [0] * (batch_size - n), policy.sample_shape, device=device)

@@ -33,7 +33,7 @@ def test_emulated_quant_linear_is_exactly_the_format_numerics():
     w, x, b = torch.randn(64, 128, generator=g), torch.randn(5, 128, generator=g), torch.randn(64, generator=g)
     recipe = get_recipe("nvfp4")
     layer = QuantLinear.from_weight(w, b, recipe, select_kernel(recipe, "cpu"))
-    expected = F.linear(quantize_dequantize(x, "nvfp4"), quantize_dequantize(w, "nvfp4_2d"), b)
+    expected = F.linear(quantize_dequantize(x, "nvfp4_sample"), quantize_dequantize(w, "nvfp4_2d"), b)
     assert torch.equal(layer(x), expected)
     assert layer.kernel.name == "emulated" and not layer.kernel.real
 
@@ -99,3 +99,21 @@ def test_blocked_formats_quantize_only_layers_whose_both_dims_fit_their_blocks(r
     assert not should_quantize("blocks.0.ff", 64, 72, _tiny("nvfp4"))  # the case issue 15 met
     with pytest.raises(ValueError, match="multiples of 16"):
         quantize_dequantize(torch.randn(72, 64), "nvfp4_2d")  # what building it would have hit
+
+
+def test_nvfp4_explore_images_do_not_depend_on_their_batch_mates(policy):
+    """Per-sample activation scales make a seed's explore image bitwise the same alone or in a batch;
+    one scale for the whole batch (nvfp4_tensor, TE's default) does not (issue 15: 8.5% difference)."""
+    from solrl.generation import generate
+
+    prompts, seeds = ["two red circles", "one blue square", "four green triangles", "three red squares"], [0, 1, 2, 3]
+
+    def seed0(recipe, together):
+        engine = ExploreEngine(policy, _tiny(recipe))
+        assert engine.report.quantized
+        n = 4 if together else 1
+        return generate(policy, prompts[:n], seeds[:n], steps=2, velocity=engine.velocity, batch_size=4)[0]
+
+    assert torch.equal(seed0("nvfp4", False), seed0("nvfp4", True))
+    alone, together = seed0("nvfp4_tensor", False), seed0("nvfp4_tensor", True)
+    assert not torch.equal(alone, together)

@@ -70,7 +70,7 @@ def test_quantize_dequantize_keeps_shape_and_dtype_with_bounded_error(fmt):
     y = quantize_dequantize(x, fmt)
     assert y.shape == x.shape and y.dtype == x.dtype
     err = ((y.float() - x.float()).norm() / x.float().norm()).item()
-    assert err < {"nvfp4": 0.15, "nvfp4_2d": 0.2, "mxfp4": 0.2}.get(fmt, 0.05)
+    assert err < {"nvfp4": 0.15, "nvfp4_sample": 0.15, "nvfp4_2d": 0.2, "mxfp4": 0.2}.get(fmt, 0.05)
     assert torch.equal(quantize_dequantize(torch.zeros(16, 32), fmt), torch.zeros(16, 32))
 
 
@@ -91,7 +91,18 @@ def test_non_finite_input_is_refused(bad):
 
 
 def test_unknown_format_and_bad_block():
-    with pytest.raises(ValueError, match="nvfp4, nvfp4_2d"):
+    with pytest.raises(ValueError, match="nvfp4, nvfp4_sample, nvfp4_2d"):
         quantize_dequantize(torch.zeros(4, 16), "fp4")
     with pytest.raises(ValueError, match="multiple of the block size 16"):
         nvfp4(torch.zeros(2, 24))
+
+
+def test_nvfp4_per_sample_scale_is_nvfp4_of_each_sample_alone():
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(3, 5, 32, generator=g) * torch.tensor([1.0, 40.0, 0.01]).view(3, 1, 1)  # very different ranges
+    x[1, 0, 0] = 0.0
+    per_sample = quantize_dequantize(x, "nvfp4_sample")
+    assert torch.equal(per_sample, torch.stack([nvfp4(x[i]) for i in range(3)]))
+    assert not torch.equal(quantize_dequantize(x, "nvfp4"), per_sample)  # one scale for the batch rounds sample 2 coarser
+    zero_sample = torch.cat([torch.zeros(1, 5, 32), x[:1]])
+    assert torch.equal(quantize_dequantize(zero_sample, "nvfp4_sample")[0], torch.zeros(5, 32))

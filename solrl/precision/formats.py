@@ -5,7 +5,10 @@ format can represent, as a real low-precision kernel would see them. Blocks run 
 dimension (the reduction dimension of a linear layer's weight and input).
 
 - nvfp4: E2M1 elements, one E4M3 scale per 16 elements, one FP32 scale per tensor (SPEC.md 3);
-  nvfp4_2d: the same with 16x16 blocks over the last two dims (Transformer Engine's weight recipe).
+  nvfp4_2d: the same with 16x16 blocks over the last two dims (Transformer Engine's weight recipe);
+  nvfp4_sample: one FP32 scale per sample (leading dim) instead of per tensor, so that a sample's
+  values do not depend on its batch-mates (Transformer Engine's NVFP4 offers per-row activation
+  scales for the same reason).
 - mxfp4 / mxfp8: OCP microscaling, 32-element blocks, power-of-two (E8M0) scales, no tensor scale.
 - fp8_e4m3 (per tensor), fp8_e4m3_row (per row); int8 (symmetric, per row: per output channel
   for weights, per token for activations).
@@ -22,9 +25,9 @@ E4M3_MAX = 448.0
 # Rounding boundaries between neighbouring E2M1 magnitudes; a value exactly on a boundary goes
 # to the neighbour with the even code (round half to even): True means "ties go up".
 _E2M1_BOUNDS = ((0.25, False), (0.75, True), (1.25, False), (1.75, True), (2.5, False), (3.5, True), (5.0, False))
-FORMATS = ("nvfp4", "nvfp4_2d", "mxfp4", "mxfp8", "fp8_e4m3", "fp8_e4m3_row", "int8")
+FORMATS = ("nvfp4", "nvfp4_sample", "nvfp4_2d", "mxfp4", "mxfp8", "fp8_e4m3", "fp8_e4m3_row", "int8")
 # Scale blocks as (rows, columns) over a matrix's last two dims; both must divide the matrix's.
-BLOCK_SHAPES = {"nvfp4": (1, 16), "nvfp4_2d": (16, 16), "mxfp4": (1, 32), "mxfp8": (1, 32)}
+BLOCK_SHAPES = {"nvfp4": (1, 16), "nvfp4_sample": (1, 16), "nvfp4_2d": (16, 16), "mxfp4": (1, 32), "mxfp8": (1, 32)}
 
 
 def fits_blocks(fmt: str | None, rows: int, cols: int) -> bool:
@@ -58,13 +61,17 @@ def _blocks(x: torch.Tensor, size: int) -> torch.Tensor:
     return x.reshape(*x.shape[:-1], x.shape[-1] // size, size)
 
 
-def nvfp4(x: torch.Tensor, block: int = 16) -> torch.Tensor:
+def nvfp4(x: torch.Tensor, block: int = 16, per_sample: bool = False) -> torch.Tensor:
+    """NVFP4 along the last dim; the FP32 tensor scale over the whole tensor, or per leading index."""
     xf = x.float()
     b = _blocks(xf, block)
-    amax = xf.abs().max()
-    if amax == 0:
+    if per_sample:
+        amax = xf.abs().amax(dim=tuple(range(1, xf.ndim)), keepdim=True).unsqueeze(-1)  # [B, 1, .., 1] for b
+    else:
+        amax = xf.abs().max()
+    if not amax.any():
         return torch.zeros_like(x)
-    s_global = amax / (E4M3_MAX * E2M1_MAX)
+    s_global = torch.where(amax > 0, amax / (E4M3_MAX * E2M1_MAX), 1.0)  # an all-zero sample stays zero below
     s_block = round_e4m3(b.abs().amax(-1, keepdim=True) / E2M1_MAX / s_global)
     scale = s_block * s_global
     q = round_e2m1(torch.where(scale > 0, b / scale, torch.zeros_like(b)).clamp(-E2M1_MAX, E2M1_MAX))
@@ -136,6 +143,8 @@ def quantize_dequantize(x: torch.Tensor, fmt: str) -> torch.Tensor:
         raise ValueError(f"cannot quantize to {fmt}: the tensor holds NaN or inf (a diverged model or a bad input); fix it upstream")
     if fmt == "nvfp4":
         return nvfp4(x)
+    if fmt == "nvfp4_sample":
+        return nvfp4(x, per_sample=True)
     if fmt == "nvfp4_2d":
         return nvfp4_2d(x)
     if fmt == "mxfp4":

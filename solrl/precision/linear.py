@@ -38,7 +38,10 @@ RECIPES = {
     "fp8": Recipe("fp8", "fp8_e4m3_row", "fp8_e4m3_row"),
     "mxfp8": Recipe("mxfp8", "mxfp8", "mxfp8"),
     "mxfp4": Recipe("mxfp4", "mxfp4", "mxfp4"),
-    "nvfp4": Recipe("nvfp4", "nvfp4_2d", "nvfp4"),          # TE's recipe: 16x16 weight tiles, 1x16 activations
+    # TE's NVFP4 recipe: 16x16 weight tiles, 1x16 activation blocks; the activations' FP32 scale per
+    # sample, so an explored image does not depend on its batch-mates (nvfp4_tensor: one per batch)
+    "nvfp4": Recipe("nvfp4", "nvfp4_2d", "nvfp4_sample"),
+    "nvfp4_tensor": Recipe("nvfp4_tensor", "nvfp4_2d", "nvfp4"),
     "nvfp4_weight_only": Recipe("nvfp4_weight_only", "nvfp4_2d", None),
 }
 
@@ -146,8 +149,9 @@ class QuantLinear(torch.nn.Module):
             y = torch._scaled_mm(xq, self.weight_q, scale_a=sx, scale_b=self.weight_scale, out_dtype=torch.float32)
         elif self.kernel.name in ("bf16", "fp32"):
             y = F.linear(x2.to(self.recipe.compute_dtype), self.weight_q).float()
-        else:
-            xq = quantize_dequantize(x2.float(), self.recipe.act_format) if self.recipe.act_format else x2.float()
+        else:  # emulation sees [batch, tokens, in], so a per-sample scale knows the samples
+            xs = x.float().reshape(shape[0], -1, shape[-1]) if x.ndim > 1 else x2.float()
+            xq = (quantize_dequantize(xs, self.recipe.act_format) if self.recipe.act_format else xs).reshape(-1, shape[-1])
             y = F.linear(xq, self.weight_q)
         if self.bias is not None:
             y = y + self.bias
