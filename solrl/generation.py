@@ -5,7 +5,7 @@ from typing import Sequence
 
 import torch
 
-from .sampling import initial_noise, sample
+from .sampling import initial_noise, sample, sampling_grid
 
 
 @torch.no_grad()
@@ -27,7 +27,7 @@ def generate(
     if len(prompts) != len(seeds):
         raise ValueError(f"{len(prompts)} prompts but {len(seeds)} seeds")
     velocity = velocity or policy.velocity
-    shift = policy.shift if shift is None else shift
+    grid = sampling_grid(policy, steps, shift)
     device = next(policy.transformer.parameters()).device
     uncond = policy.encode_prompts([""]) if guidance != 1.0 else None
     out = []
@@ -42,5 +42,5 @@ def generate(
         cond = policy.encode_prompts(padded)
         noise = initial_noise(list(seeds[start:start + batch_size]) + [0] * (batch_size - n), policy.sample_shape, device=device)
         batch_uncond = uncond.repeat_interleave(batch_size) if uncond is not None else None
-        out.append(sample(velocity, noise, cond, steps, shift, solver, guidance, batch_uncond)[:n])
+        out.append(sample(velocity, noise, cond, steps, solver=solver, guidance=guidance, uncond=batch_uncond, grid=grid)[:n])
     return torch.cat(out) if out else torch.empty((0, *policy.sample_shape), device=device)

@@ -20,7 +20,7 @@ from scipy import stats
 
 from .generation import generate
 from .models.lora import ROLLOUT, adapter
-from .sampling import timesteps
+from .sampling import sampling_grid
 from .selection import select_seeds
 
 FAMILIES = ("diffusionnft", "naive_scaling", "naive_quant", "sol_rl")
@@ -195,7 +195,7 @@ def run_rollout(policy, reward, group_prompts: list[str], seeds: list[int], spec
     seconds["rollout"] = sum(v for k, v in seconds.items() if k not in ("select",) and not k.startswith("reward"))
     seconds["reward_total"] = sum(v for k, v in seconds.items() if k.startswith("reward") and k != "reward_total")
     steps = spec.explore_steps if spec.family == "naive_quant" else spec.full_steps
-    grid = timesteps(steps, policy.shift)[:-1].float()
+    grid = sampling_grid(policy, steps)[:-1].float()
     group_ids = torch.arange(groups).repeat_interleave(spec.group_size)
     kept_proxy = proxy[idx] if spec.family == "sol_rl" else None
     return RolloutBatch(prompts, group_ids, seeds, samples, scores, parts, grid, seconds, metrics, kept_proxy)

@@ -45,6 +45,17 @@ def timesteps(num_steps: int, shift: float = 1.0) -> torch.Tensor:
     return shift_time(torch.linspace(1.0, 0.0, num_steps + 1, dtype=torch.float64), shift)
 
 
+def sampling_grid(policy, num_steps: int, shift: float | None = None) -> torch.Tensor:
+    """The N + 1 grid points (float64) a policy samples on: its own `sigmas` (a diffusers family's
+    scheduler grid), or the shifted uniform grid when `shift` is given explicitly."""
+    if shift is not None or not hasattr(policy, "sigmas"):
+        return timesteps(num_steps, policy.shift if shift is None else shift)
+    grid = policy.sigmas(num_steps)
+    if grid.numel() != num_steps + 1 or float(grid[-1]) != 0.0:
+        raise ValueError(f"{type(policy).__name__}.sigmas({num_steps}) must give {num_steps + 1} points ending at 0")
+    return grid
+
+
 def guided_velocity(velocity: VelocityFn, guidance: float, uncond) -> VelocityFn:
     """Classifier-free guidance v_u + g (v_c - v_u); one batched call when the conditioning can `cat`."""
     if guidance == 1.0:
@@ -73,12 +84,14 @@ def sample(
     solver: str = "euler",
     guidance: float = 1.0,
     uncond=None,
+    grid: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Integrate the probability-flow ODE from t = 1 (noise) to t = 0; returns the clean sample."""
+    """Integrate the probability-flow ODE from t = 1 (noise) to t = 0; returns the clean sample.
+    `grid` (num_steps + 1 points) replaces the shifted uniform grid, e.g. a scheduler's sigmas."""
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
     fn = guided_velocity(velocity, guidance, uncond)
-    grid = timesteps(num_steps, shift)
+    grid = timesteps(num_steps, shift) if grid is None else grid
     x = noise
     prev_x0, prev_h = None, None
     for i in range(num_steps):
@@ -102,7 +115,11 @@ def _log_snr(t: float) -> float:
 
 
 def _dpm2_step(x, x0, prev_x0, prev_h, t, t_next):
-    """One DPM-Solver++(2M) step in data prediction; first order on the first and last steps."""
+    """One DPM-Solver++(2M) step in data prediction; first order on the first and last steps.
+
+    The algorithm of diffusers' DPMSolverMultistepScheduler (algorithm_type="dpmsolver++",
+    solver_order=2, solver_type="midpoint", lower_order_final, flow sigmas; diffusers 0.42), which is
+    also the DiffusionNFT / Sol-RL references' `dpm2`; tests/test_sampling.py checks it against diffusers."""
     h = _log_snr(t_next) - _log_snr(t)
     if t_next <= 0.0:  # lower-order final step: lands exactly on the data prediction
         return x0, x0, h

@@ -32,7 +32,7 @@ from .rollout import (
     generate_and_score,
     score_in_batches,
 )
-from .sampling import NOISE_DEVICE, NOISE_DTYPE, initial_noise, timesteps
+from .sampling import NOISE_DEVICE, NOISE_DTYPE, initial_noise, sampling_grid
 from .seeding import seed_from
 
 SDE_KINDS = ("flow", "cps", "dance")
@@ -122,7 +122,7 @@ def generate_sde(policy, prompts, seeds, steps: int, sde: SDESpec, batch_size: i
         raise ValueError(f"{len(prompts)} prompts but {len(seeds)} seeds")
     velocity = velocity or policy.velocity
     device = next(policy.transformer.parameters()).device
-    grid = timesteps(steps, policy.shift)
+    grid = sampling_grid(policy, steps)
     stochastic = sde.stochastic_steps(steps)
     t_below_one = float(grid[1])
     parts = []

@@ -73,17 +73,37 @@ def test_sampling_and_decoding_match_the_pipelines_own_loop(family, pipeline_dir
     ours = generate(policy, PROMPTS, seeds, steps=steps, batch_size=2)
     noise = initial_noise(seeds, policy.sample_shape)
     latents = pack_2x2(noise) if policy.packed else noise
-    # solrl's grid is linspace(1, 0, N + 1) shifted: FLUX's default; SD3 / SANA get it through `sigmas`
-    sigmas = [1 - i / steps for i in range(steps)]
-    run = dict(prompt=PROMPTS, sigmas=sigmas, **_pipeline_kwargs(policy))
+    # the pipeline with its own default grid: solrl takes the grid from the family's scheduler
+    run = dict(prompt=PROMPTS, num_inference_steps=steps, **_pipeline_kwargs(policy))
     theirs = policy.pipe(latents=latents.clone(), output_type="latent", **run).images
     if policy.packed:
         theirs = unpack_2x2(theirs, *policy.sample_shape)
-    torch.testing.assert_close(ours, theirs, atol=2e-4, rtol=1e-4)
+    assert ((ours - theirs).norm() / theirs.norm()).item() < 1e-4
     assert not torch.allclose(ours, noise, atol=1e-2)  # the model did move the samples
     images = policy.pipe(latents=latents.clone(), output_type="pt", **run).images
     torch.testing.assert_close(policy.decode(ours), images, atol=1e-3, rtol=1e-3)
     assert policy.decode(ours).shape == (2, 3, policy.resolution, policy.resolution)
+
+
+def test_shift_terminal_comes_from_the_scheduler_and_an_explicit_shift_overrides_it(pipeline_dirs):
+    """Qwen-Image's real scheduler stretches its grid to end at shift_terminal 0.02 (then 0); the pipeline
+    and solrl's sampler agree on it. model.shift=1 gives the plain grid linspace(1, 0, N + 1)."""
+    from diffusers import FlowMatchEulerDiscreteScheduler
+
+    policy = _policy("qwen_image", pipeline_dirs("qwen_image"))
+    policy.pipe.scheduler = FlowMatchEulerDiscreteScheduler(
+        use_dynamic_shifting=True, base_shift=math.log(3), max_shift=math.log(3), base_image_seq_len=256,
+        max_image_seq_len=8192, shift_terminal=0.02, time_shift_type="exponential")
+    grid = policy.sigmas(4)
+    assert float(grid[-2]) == pytest.approx(0.02, abs=1e-6) and float(grid[-1]) == 0.0
+    seeds = [3, 4]
+    ours = generate(policy, PROMPTS, seeds, steps=4, batch_size=2)
+    latents = pack_2x2(initial_noise(seeds, policy.sample_shape))
+    theirs = policy.pipe(latents=latents, output_type="latent", prompt=PROMPTS, num_inference_steps=4, **_pipeline_kwargs(policy)).images
+    theirs = unpack_2x2(theirs, *policy.sample_shape)
+    assert ((ours - theirs).norm() / theirs.norm()).item() < 1e-4
+    plain = load_policy("qwen_image", str(pipeline_dirs("qwen_image")), shift=1.0, resolution=32, options=OPTIONS)
+    torch.testing.assert_close(plain.sigmas(4), torch.linspace(1, 0, 5, dtype=torch.float64))
 
 
 def test_dynamic_shifting_is_the_static_shift_at_one_resolution():

@@ -14,12 +14,19 @@ from __future__ import annotations
 
 import inspect
 
+import numpy as np
 import torch
 
 from .base import PromptEmbeds
-from .diffusers_t2i import DiffusersPolicy, pack_2x2, unpack_2x2
+from .diffusers_t2i import DiffusersPolicy, calculate_shift, pack_2x2, unpack_2x2
 
 JOINT_ATTENTION = ("to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out")
+
+
+def flux_grid_arguments(policy, num_steps: int, config) -> dict:
+    """FLUX.1's and Qwen-Image's pipelines: sigmas linspace(1, 1/N, N) (None with use_flow_sigmas) and mu always."""
+    sigmas = None if config.get("use_flow_sigmas") else np.linspace(1.0, 1 / num_steps, num_steps)
+    return {"sigmas": sigmas, "mu": calculate_shift(policy.image_tokens, config, policy.max_shift_default)}
 
 
 def _call_default(pipe, name: str):
@@ -72,6 +79,9 @@ class FluxPolicy(DiffusersPolicy):
     def __init__(self, pipe, **kwargs):
         super().__init__(pipe, **kwargs)
         self.embedded_guidance = float(self.options.get("embedded_guidance", _call_default(pipe, "guidance_scale")))
+
+    def _grid_arguments(self, num_steps, config):
+        return flux_grid_arguments(self, num_steps, config)
 
     def _encode_one(self, prompt):
         states, pooled, _ = self.pipe.encode_prompt(prompt, None, device=self.device, max_sequence_length=self.max_sequence_length)
@@ -142,6 +152,9 @@ class QwenImagePolicy(DiffusersPolicy):
                            r"\.(img|txt)_mod\.")
     default_max_sequence_length = 512
     packed = True
+
+    def _grid_arguments(self, num_steps, config):
+        return flux_grid_arguments(self, num_steps, config)
 
     def _encode_one(self, prompt):
         states, mask = self.pipe.encode_prompt(prompt, device=self.device, max_sequence_length=self.max_sequence_length)

@@ -7,12 +7,14 @@ latent [C, H, W] (what the pipeline's scheduler integrates, before any 2x2 token
 `velocity(x, t, cond)` takes flow time t in [0, 1] and does the packing and the model's timestep
 convention internally. Each family (diffusers_families.py) fills in those few model-specific steps.
 
-Timestep shift. Static-shift schedulers (SD3.5, SANA) give `shift` / `flow_shift` directly.
-Dynamic shifting (FLUX.1, Qwen-Image) picks mu from the image-token count; at one fixed resolution
-that is the static shift exp(mu) (exponential time shift) or mu (linear), since
-exp(mu) / (exp(mu) + 1/t - 1) = s t / (1 + (s - 1) t) with s = exp(mu). It is computed once for the
-policy's resolution. A `shift_terminal` stretch (Qwen-Image) is not reproduced: rollouts use the
-plain shifted grid, and the loader says so in the log.
+Sampling grid. `sigmas(N)` is the grid the family's own pipeline integrates over: its scheduler's
+`set_timesteps` through diffusers' `retrieve_timesteps`, with the pipeline's arguments (FLUX.1 and
+Qwen-Image pass linspace(1, 1/N, N) and a resolution-dependent mu; SD3.5 and SANA let the scheduler
+space its timesteps from sigma_max to sigma_min, then 0). Dynamic shifting and `shift_terminal`
+therefore come from diffusers itself. An explicit `model.shift` replaces it with the plain grid
+shift(linspace(1, 0, N + 1)) (e.g. shift 1 for the Sol-RL reference's SANA grid, docs/diffusers-policies.md).
+`self.shift` stays the static shift equivalent at this resolution (dynamic shifting at one image size
+is the static shift exp(mu)), for logs and for the SDE coefficient formulas that need one number.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from pathlib import Path
 import torch
 
 from ..devices import torch_dtype
+from ..sampling import timesteps
 from .base import PromptEmbeds
 
 log = logging.getLogger("solrl.models")
@@ -40,14 +43,20 @@ def unpack_2x2(tokens: torch.Tensor, c: int, h: int, w: int) -> torch.Tensor:
     return tokens.view(b, h // 2, w // 2, c, 2, 2).permute(0, 3, 1, 4, 2, 5).reshape(b, c, h, w)
 
 
+def calculate_shift(image_tokens: int, scheduler_config, max_shift_default: float = 1.15) -> float:
+    """mu of dynamic shifting at `image_tokens`, with the scheduler config's bounds (diffusers' `calculate_shift`)."""
+    from diffusers.pipelines.flux.pipeline_flux import calculate_shift as diffusers_calculate_shift
+
+    cfg = scheduler_config
+    return diffusers_calculate_shift(image_tokens, cfg.get("base_image_seq_len", 256), cfg.get("max_image_seq_len", 4096),
+                                     cfg.get("base_shift", 0.5), cfg.get("max_shift", max_shift_default))
+
+
 def schedule_shift(scheduler_config, image_tokens: int, max_shift_default: float = 1.15) -> float:
     """The static shift equivalent to a scheduler config at `image_tokens` latent tokens (module docstring)."""
     cfg = scheduler_config
     if cfg.get("use_dynamic_shifting"):
-        base_len, max_len = cfg.get("base_image_seq_len", 256), cfg.get("max_image_seq_len", 4096)
-        base_shift, max_shift = cfg.get("base_shift", 0.5), cfg.get("max_shift", max_shift_default)
-        slope = (max_shift - base_shift) / (max_len - base_len)
-        mu = image_tokens * slope + base_shift - slope * base_len
+        mu = calculate_shift(image_tokens, cfg, max_shift_default)
         return math.exp(mu) if cfg.get("time_shift_type", "exponential") == "exponential" else mu
     return float(cfg.get("flow_shift") or cfg.get("shift") or 1.0)
 
@@ -92,15 +101,31 @@ class DiffusersPolicy:
         channels = self.transformer.config.in_channels // (4 if self.packed else 1)
         self.sample_shape = (channels, side, side)
         sched = pipe.scheduler.config
-        self.shift = float(shift) if shift is not None else schedule_shift(sched, (side // multiple) ** 2, self.max_shift_default)
-        if sched.get("shift_terminal"):
-            log.info("%s: scheduler shift_terminal=%s is not reproduced; rollouts use the plain shifted grid (shift %.3f)",
-                     self.family, sched.get("shift_terminal"), self.shift)
+        self.image_tokens = (side // multiple) ** 2
+        self.shift_override = None if shift is None else float(shift)
+        self.shift = self.shift_override if shift is not None else schedule_shift(sched, self.image_tokens, self.max_shift_default)
         self._cache: collections.OrderedDict[str, PromptEmbeds] = collections.OrderedDict()
         self._cache_size = int(options.get("cache_size", 1024))
         self.transformer.to(self.device)
         for module in self._helpers():
             module.to("cpu" if self.offload else self.device)
+
+    # ---- sampling grid ---------------------------------------------------------------------
+    def sigmas(self, num_steps: int) -> torch.Tensor:
+        """The N + 1 sigmas (1 -> 0, float64) the pipeline samples with at this resolution (module docstring)."""
+        if self.shift_override is not None:
+            return timesteps(num_steps, self.shift_override)
+        from diffusers.pipelines.flux.pipeline_flux import retrieve_timesteps
+
+        scheduler = type(self.pipe.scheduler).from_config(self.pipe.scheduler.config)
+        retrieve_timesteps(scheduler, num_steps, "cpu", **self._grid_arguments(num_steps, scheduler.config))
+        return scheduler.sigmas.double()
+
+    def _grid_arguments(self, num_steps: int, config) -> dict:
+        """What the pipeline's __call__ hands `retrieve_timesteps` (SD3.5 / SANA: mu only with dynamic shifting)."""
+        if not config.get("use_dynamic_shifting"):
+            return {}
+        return {"mu": calculate_shift(self.image_tokens, config, self.max_shift_default)}
 
     # ---- loading ---------------------------------------------------------------------------
     @classmethod

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 
+from ..sampling import timesteps
 from .base import PromptEmbeds
 from .text_encoder import MiniLMEncoder
 
@@ -62,6 +63,10 @@ class ToyPolicy:
         info_file = path / "training.json"
         info = json.loads(info_file.read_text()) if info_file.exists() else {}
         return cls(transformer, shift=shift if shift is not None else info.get("sampling_shift", 1.0))
+
+    def sigmas(self, num_steps: int) -> torch.Tensor:
+        """The toy world's own grid (it has no diffusers scheduler): shift(linspace(1, 0, N + 1))."""
+        return timesteps(num_steps, self.shift)
 
     @property
     def max_prompt_tokens(self) -> int:
