@@ -33,9 +33,19 @@ def test_paper_presets_state_the_sol_rl_setting(path):
     r, t = cfg.rollout, cfg.train
     assert (r.family, r.explore_seeds, t.group_size, r.explore_steps, r.explore_precision) == ("sol_rl", 96, 24, 6, "nvfp4")
     assert (cfg.sampling.steps, cfg.sampling.guidance, t.prompts_per_iter) == (10, 1.0, 48)
-    assert 28 <= cfg.eval.steps <= 40
     assert cfg.reward.name == path.stem.split("_", 1)[1]
     assert tuple(cfg.lora.target_modules) == FAMILIES[cfg.model.name].lora_target_modules
+    # the Sol-RL reference configs (NVlabs/Sana configs/sol_rl/{sd3,sana,flux1}.py, docs/diffusers-policies.md)
+    reference = {"sd35l": (1024, "dpm2", 40, 0.6, 0.002, None), "sana": (1024, "euler", 40, 0.6, 1.0, 1.0),
+                 "flux1": (512, "dpm2", 28, 0.4, 1.0, None)}[path.stem.split("_")[0]]
+    resolution, solver, eval_steps, fraction, clip, shift = reference
+    assert (cfg.model.resolution, cfg.sampling.solver, cfg.eval.solver, cfg.eval.steps) == (resolution, solver, solver, eval_steps)
+    assert (t.timestep_fraction, t.grad_clip, cfg.model.shift) == (fraction, clip, shift)
+    assert (t.ref_kl_coef, t.lr, t.nft_beta, t.old_policy_decay_schedule) == (1e-4, 3e-4, 1.0, "linear_to_0_5")
+    assert (cfg.lora.rank, cfg.lora.alpha, cfg.lora.init, r.selection) == (32, 64, "gaussian", "best_worst")
+    assert cfg.eval.ema and cfg.eval.ema_decay == 0.9
+    if cfg.model.name == "flux":
+        assert cfg.model.options["embedded_guidance"] == 1.0
 
 
 def test_qwen_image_ocr_is_the_verl_omni_recipe():

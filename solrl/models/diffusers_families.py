@@ -69,7 +69,7 @@ class FluxPolicy(DiffusersPolicy):
     prompt_tokenizer = "tokenizer_2"  # T5
     default_hub_id = "black-forest-labs/FLUX.1-dev"
     text_components = ("text_encoder", "text_encoder_2")
-    lora_target_modules = JOINT_ATTENTION
+    lora_target_modules = ("to_q", "to_k", "to_v", "to_out.0")  # the Sol-RL reference's FLUX targets
     quant_skip_patterns = (r"^x_embedder$", r"^context_embedder$", r"^time_text_embed\.", r"^norm_out\.", r"^proj_out$",
                            r"\.norm1(_context)?\.linear$", r"^single_transformer_blocks\.\d+\.norm\.linear$")
     default_max_sequence_length = 512
