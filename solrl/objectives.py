@@ -256,7 +256,7 @@ def objective_config_errors(cfg) -> list[str]:
         return [f"train.algorithm {algorithm!r} is not one of {', '.join(ALGORITHMS)}"]
     errors = []
     if algorithm in ("nft", "awm"):  # each update needs at least one of the timestep slots a sample trains
-        grid = cfg.rollout.explore_steps if cfg.rollout.family == "naive_quant" else cfg.sampling.steps
+        grid = cfg.sampling.steps
         slots = num_train_slots(grid, t.timestep_fraction)
         if t.updates_per_iteration > slots:
             errors.append(f"train.updates_per_iteration={t.updates_per_iteration} is more than the {slots} timestep slots "

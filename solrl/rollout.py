@@ -3,8 +3,9 @@
 Families (SPEC.md section 2), all built from one `generate_and_score` step:
 - diffusionnft:  K seeds per prompt, full precision (the `old` adapter), full steps.
 - naive_scaling: N seeds at full precision, keep the K most contrastive by full reward.
-- naive_quant:   N seeds with the explore engine, keep K by proxy reward, train on those
-                 low-precision samples and their (proxy) rewards.
+- naive_quant:   N seeds with the explore engine at the full step count (the Sol-RL reference's
+                 "direct quantized rollout"), keep K by their rewards, train on those
+                 low-precision samples; no regeneration.
 - sol_rl:        N seeds with the explore engine -> proxy rewards -> select K -> regenerate
                  those K at full precision from the same noise -> full rewards. A proxy reward
                  is never a training label.
@@ -178,9 +179,11 @@ def run_rollout(policy, reward, group_prompts: list[str], seeds: list[int], spec
                 samples, scores, parts = samples[idx], scores[idx], {k: v[idx] for k, v in parts.items()}
                 prompts, seeds = _take(prompts, idx), _take(seeds, idx)
         else:
+            # naive_quant (the Sol-RL reference's): the low-precision engine at the full step count, kept as is
             keep = spec.family == "naive_quant"
+            steps = spec.full_steps if keep else spec.explore_steps
             explored, proxy, proxy_parts, seconds["explore"], seconds["reward_explore"] = generate_and_score(
-                policy, reward, prompts, seeds, spec.explore_steps, spec, velocity=engine.velocity, keep=keep)
+                policy, reward, prompts, seeds, steps, spec, velocity=engine.velocity, keep=keep)
             idx = _select(proxy, groups, per_prompt, spec, generator, seconds)
             prompts, seeds = _take(prompts, idx), _take(seeds, idx)
             if keep:
@@ -194,8 +197,7 @@ def run_rollout(policy, reward, group_prompts: list[str], seeds: list[int], spec
                 metrics["selected_proxy_std"] = float(proxy[idx].std())
     seconds["rollout"] = sum(v for k, v in seconds.items() if k not in ("select",) and not k.startswith("reward"))
     seconds["reward_total"] = sum(v for k, v in seconds.items() if k.startswith("reward") and k != "reward_total")
-    steps = spec.explore_steps if spec.family == "naive_quant" else spec.full_steps
-    grid = sampling_grid(policy, steps)[:-1].float()
+    grid = sampling_grid(policy, spec.full_steps)[:-1].float()
     group_ids = torch.arange(groups).repeat_interleave(spec.group_size)
     kept_proxy = proxy[idx] if spec.family == "sol_rl" else None
     return RolloutBatch(prompts, group_ids, seeds, samples, scores, parts, grid, seconds, metrics, kept_proxy)

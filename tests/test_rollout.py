@@ -55,12 +55,15 @@ def test_naive_scaling_keeps_the_best_and_worst_by_full_reward(policy):
         torch.testing.assert_close(kept.sort().values, torch.stack([group.min(), group.max()]))
 
 
-def test_naive_quant_trains_on_explore_samples(policy):
+def test_naive_quant_trains_on_low_precision_samples_at_the_full_step_count(policy):
+    """The Sol-RL reference's naive_quant: the quantized engine samples all N seeds with the full 10
+    (here 3) steps, not the explore budget, and those samples are trained on (no regeneration)."""
     engine = ExploreEngine(policy, "bf16")
     batch = run_rollout(policy, _Brightness(), PROMPTS, list(range(12)), _spec("naive_quant"), engine)
-    direct = generate(policy, [batch.prompts[0]], [batch.seeds[0]], steps=2, velocity=engine.velocity, batch_size=5)
+    direct = generate(policy, [batch.prompts[0]], [batch.seeds[0]], steps=3, velocity=engine.velocity, batch_size=5)
     assert torch.equal(direct[0], batch.samples[0])
-    assert batch.train_timesteps.numel() == 2  # the explore grid
+    assert batch.train_timesteps.numel() == 3  # the full grid
+    assert "regenerate" not in batch.seconds
 
 
 def test_rollout_refuses_inconsistent_requests(policy):
