@@ -20,6 +20,7 @@ import yaml
 
 from .algorithms.nft import ADV_MODES, DECAY_SCHEDULES, eval_ema_decay, group_advantages, old_policy_decay
 from .checkpoint import load_checkpoint, save_checkpoint
+from .compile import compile_blocks
 from .config import Config, ConfigError, to_dict
 from .data import check_prompt_lengths, load_prompts
 from .distributed import current_world, gather_objects, shard, sum_gradients
@@ -138,7 +139,7 @@ class Trainer:
         if cfg.rollout.family in ("naive_quant", "sol_rl"):
             from .precision.engine import ExploreEngine
 
-            self.engine = ExploreEngine(self.policy, cfg.rollout.explore_precision)
+            self.engine = ExploreEngine(self.policy, cfg.rollout.explore_precision, compile=cfg.rollout.compile)
             log.info("explore engine: %s", self.engine.report.summary())
         checkpoint = load_checkpoint(resume) if resume else None
         if checkpoint is not None:  # the adapters go in whole, before any sharding
@@ -148,6 +149,8 @@ class Trainer:
             units = shard_model(self.model, self.world.size)
             log.info("train.parallel=fsdp2: transformer sharded over %d ranks in %d FSDP units", self.world.size, units)
         self.model.train()
+        if cfg.model.compile:
+            compile_blocks(self.model)
         params = list(adapter_params(self.model, TRAINED).values())
         self.optimizer = torch.optim.AdamW(params, lr=cfg.train.lr, betas=tuple(cfg.train.betas), weight_decay=cfg.train.weight_decay)
         self.eval_ema = AdapterEMA(self.model, TRAINED) if cfg.eval.ema else None
@@ -156,12 +159,38 @@ class Trainer:
         self.eval_history: list[dict] = []
         if checkpoint is not None:
             self._restore(checkpoint)
+        self.compile_seconds = self._warm_up_compiled() if (cfg.model.compile or cfg.rollout.compile) else 0.0
         if self.world.main:  # rank 0 alone writes the run directory
             (self.run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
             self.logger = MetricsLogger(self.run_dir, wandb_project=cfg.wandb_project, config=to_dict(cfg),
                                         resume_step=self.state.iteration if resume else None)
         else:
             self.logger = _SilentLogger()
+
+    def _warm_up_compiled(self) -> float:
+        """Run each compiled forward once at the shapes an iteration uses (rollout batch; training
+        micro-batch with gradients), so compilation is timed on its own; touches no RNG or weights."""
+        start = time.perf_counter()
+        gen = torch.Generator().manual_seed(0)
+        device = next(self.model.parameters()).device
+
+        def inputs(n):
+            x = torch.randn(n, *self.policy.sample_shape, generator=gen).to(device)
+            return x, torch.full((n,), 0.5, device=device), self.policy.encode_prompts(self.prompts[:1] * n)
+
+        rollout, micro = inputs(self.cfg.sampling.batch_size), inputs(self.cfg.train.micro_batch)
+        if self.engine is not None and self.engine.compiled:
+            self.engine.velocity(*rollout)
+        if self.cfg.model.compile:
+            with torch.no_grad(), adapter(self.model, ROLLOUT):
+                self.policy.velocity(*rollout)
+                self.policy.velocity(*micro)
+            with adapter(self.model, TRAINED):
+                self.policy.velocity(*micro).float().square().mean().backward()
+            self.optimizer.zero_grad(set_to_none=True)
+        seconds = time.perf_counter() - start
+        log.info("compiled forwards warmed up in %.1f s (first compilation; later runs read inductor's cache)", seconds)
+        return seconds
 
     # ---- checkpoints -------------------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -368,6 +397,8 @@ class Trainer:
             "world_size": self.world.size,
             **(batch.metrics if batch is not None else {}),
         }
+        if self.compile_seconds:  # this session's compilation, once, outside every other timing
+            record["seconds_compile"], self.compile_seconds = self.compile_seconds, 0.0
         return record
 
     # ---- the loop ----------------------------------------------------------------------------

@@ -37,8 +37,8 @@ for _family in ("sana", "flux", "sd3", "qwen_image"):
 
 
 def policy_options(model_cfg) -> dict:
-    """The loader keyword arguments of a ModelConfig beyond name, path and shift."""
-    return {k: v for k, v in dataclasses.asdict(model_cfg).items() if k not in ("name", "path", "shift")}
+    """The loader keyword arguments of a ModelConfig beyond name, path and shift (compilation is the trainer's)."""
+    return {k: v for k, v in dataclasses.asdict(model_cfg).items() if k not in ("name", "path", "shift", "compile")}
 
 
 def load_policy(name: str, path=None, shift=None, **options) -> Policy:

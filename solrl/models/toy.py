@@ -84,7 +84,7 @@ class ToyPolicy:
             hidden_states=x,
             encoder_hidden_states=cond.states,
             pooled_projections=cond.pooled,
-            timestep=t.to(x.dtype) * 1000,
+            timestep=t.float() * 1000,  # float32 whatever x's dtype: a bf16 t would move the time embedding
             return_dict=False,
         )[0]
         return out

@@ -14,6 +14,7 @@ from peft.tuners.lora import LoraLayer
 
 from ..models.lora import ROLLOUT
 from ..sharding import full
+from ..compile import compile_blocks
 from .linear import QuantLinear, QuantReport, Recipe, get_recipe, select_kernel, should_quantize
 
 log = logging.getLogger("solrl.precision")
@@ -34,7 +35,10 @@ def _set_module(root: torch.nn.Module, name: str, module: torch.nn.Module) -> No
 
 
 class ExploreEngine:
-    def __init__(self, policy, recipe: str | Recipe, adapter: str = ROLLOUT):
+    """`compile=True` compiles each transformer block (torch.compile, inductor): activation quantization
+    fuses with its neighbours. Syncs write the weights in place, so they never recompile."""
+
+    def __init__(self, policy, recipe: str | Recipe, adapter: str = ROLLOUT, compile: bool = False):
         source = policy.transformer
         device = next(source.parameters()).device
         self.recipe = recipe if isinstance(recipe, Recipe) else get_recipe(recipe, device)
@@ -46,6 +50,9 @@ class ExploreEngine:
         self.adapter = adapter
         self.kernel = select_kernel(self.recipe, device)
         self.report = QuantReport(self.kernel)
+        # one dtype end to end: a plain recipe's (fp32 / bf16: the whole copy runs in it), else the model's
+        plain = self.recipe.weight_format is None and self.recipe.act_format is None
+        self.dtype = self.recipe.compute_dtype if plain else next(source.parameters()).dtype
         start = time.perf_counter()
         model = copy.deepcopy(source).eval().requires_grad_(False)
         source_modules = dict(source.named_modules())
@@ -54,26 +61,28 @@ class ExploreEngine:
             if isinstance(module, LoraLayer):
                 base = module.get_base_layer()
                 weight = _merged_weight(source_modules[name], adapter)
-                replacement = self._layer_for(name, weight, base.bias, base.weight.dtype)
-                _set_module(model, name, replacement)
+                _set_module(model, name, self._layer_for(name, weight, base.bias, plain))
                 self._lora_names.append(name)
         for name, module in list(model.named_modules()):
             if type(module) is torch.nn.Linear:
-                _set_module(model, name, self._layer_for(name, module.weight, module.bias, module.weight.dtype))
-        self.model = model
+                _set_module(model, name, self._layer_for(name, module.weight, module.bias, plain))
+        self.model = model if self.dtype == next(source.parameters()).dtype else model.to(self.dtype)
         self.build_seconds = time.perf_counter() - start
+        self.compiled = compile and compile_blocks(self.model) > 0
         self._view = copy.copy(policy)
-        self._view.transformer = model
+        self._view.transformer = self.model
+        if hasattr(self._view, "dtype"):  # diffusers policies cast their inputs to `dtype`
+            self._view.dtype = self.dtype
         log.info("explore engine %s: %s", self.recipe.name, self.report.summary())
 
-    def _layer_for(self, name: str, weight: torch.Tensor, bias, dtype: torch.dtype) -> torch.nn.Module:
+    def _layer_for(self, name: str, weight: torch.Tensor, bias, plain: bool) -> torch.nn.Module:
         out_f, in_f = weight.shape
-        if should_quantize(name, in_f, out_f, self.recipe):
+        if not plain and should_quantize(name, in_f, out_f, self.recipe):
             self.report.quantized.append(name)
             return QuantLinear.from_weight(weight, bias, self.recipe, self.kernel)
-        self.report.skipped.append(name)
-        # a layer kept in full precision keeps the model's dtype (a bf16 model feeds it bf16 inputs)
-        linear = torch.nn.Linear(in_f, out_f, bias=bias is not None, device=weight.device, dtype=dtype)
+        # fp32 / bf16 recipes: a plain linear layer on the merged weight, converted with the whole copy
+        (self.report.quantized if plain else self.report.skipped).append(name)
+        linear = torch.nn.Linear(in_f, out_f, bias=bias is not None, device=weight.device, dtype=self.dtype)
         with torch.no_grad():
             linear.weight.copy_(weight)
             if bias is not None:
@@ -96,7 +105,7 @@ class ExploreEngine:
 
     @torch.no_grad()
     def velocity(self, x, t, cond):
-        return self._view.velocity(x, t, cond)
+        return self._view.velocity(x.to(self.dtype), t, cond).to(x.dtype)
 
     @property
     def label(self) -> str:

@@ -69,9 +69,9 @@ def nvfp4(x: torch.Tensor, block: int = 16, per_sample: bool = False) -> torch.T
         amax = xf.abs().amax(dim=tuple(range(1, xf.ndim)), keepdim=True).unsqueeze(-1)  # [B, 1, .., 1] for b
     else:
         amax = xf.abs().max()
-    if not amax.any():
-        return torch.zeros_like(x)
-    s_global = torch.where(amax > 0, amax / (E4M3_MAX * E2M1_MAX), 1.0)  # an all-zero sample stays zero below
+    # no data-dependent branch (a compiled engine would break its graph here): an all-zero tensor or
+    # sample gets scale 1, then block scales 0, and stays zero
+    s_global = torch.where(amax > 0, amax / (E4M3_MAX * E2M1_MAX), 1.0)
     s_block = round_e4m3(b.abs().amax(-1, keepdim=True) / E2M1_MAX / s_global)
     scale = s_block * s_global
     q = round_e2m1(torch.where(scale > 0, b / scale, torch.zeros_like(b)).clamp(-E2M1_MAX, E2M1_MAX))
@@ -139,7 +139,7 @@ def int8(x: torch.Tensor) -> torch.Tensor:
 
 def quantize_dequantize(x: torch.Tensor, fmt: str) -> torch.Tensor:
     """x rounded through format `fmt` (one of FORMATS); same shape and dtype as x."""
-    if not torch.isfinite(x).all():
+    if not torch.compiler.is_compiling() and not torch.isfinite(x).all():  # a compiled graph cannot branch on data
         raise ValueError(f"cannot quantize to {fmt}: the tensor holds NaN or inf (a diverged model or a bad input); fix it upstream")
     if fmt == "nvfp4":
         return nvfp4(x)
