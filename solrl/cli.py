@@ -140,7 +140,7 @@ def cmd_probe(args) -> int:
     from .probe import run_probe
 
     prompts, policy, reward = _prompts_policy_reward(args)
-    cases = [(recipe, steps) for recipe in args.precision for steps in args.explore_steps]
+    cases = [(recipe, steps, layers) for recipe in args.precision for steps in args.explore_steps for layers in args.explore_layers]
     rows = run_probe(policy, reward, prompts, args.seeds, cases, args.full_steps, args.solver, args.batch_size, args.select_k)
     print(json.dumps(rows, indent=2))
     if args.out:
@@ -235,6 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int, default=32, help="seeds per prompt, N (default 32)")
     p.add_argument("--precision", nargs="+", default=["bf16"], help="explore recipes, e.g. fp32 bf16 int8 fp8 nvfp4")
     p.add_argument("--explore-steps", type=int, nargs="+", default=[6], help="explore step budgets (default 6)")
+    p.add_argument("--explore-layers", nargs="+", default=["reference"], choices=["reference", "all"],
+                   help="which linears the engine quantizes: the Sol-RL reference's choice per family, or every one (both: compare)")
     p.add_argument("--full-steps", type=int, default=10, help="full-precision steps (default 10)")
     p.add_argument("--select-k", type=int, default=0, help="K for the top/bottom selection match (default N/2, even: the top and bottom N/4)")
     p.add_argument("--reward", default="geneval")

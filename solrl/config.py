@@ -128,6 +128,7 @@ class RolloutConfig:
     explore_steps: int = 6           # explore step budget (paper: 6; full budget = sampling.steps)
     selection: str = "best_worst"    # best_worst | random | mean_deviation | extremes_random
     compile: bool = False            # torch.compile the explore engine's blocks (quantization fused with its neighbours)
+    explore_layers: str = "reference"  # reference (keep in bf16 what the Sol-RL reference keeps, per family) | all
 
 
 @dataclass

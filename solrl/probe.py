@@ -30,7 +30,8 @@ def selection_match(proxy: np.ndarray, true: np.ndarray, k: int) -> float:
 
 def run_probe(policy, reward, prompts: list[str], seeds_per_prompt: int, cases: list[tuple[str, int]],
               full_steps: int = 10, solver: str = "euler", batch_size: int = 64, select_k: int = 0) -> list[dict]:
-    """One row per (recipe, explore steps) case; the full-precision reference is sampled once."""
+    """One row per (recipe, explore steps[, explore layers]) case; the full-precision reference is sampled
+    once. Explore layers: "reference" (the Sol-RL reference's bf16 layers kept, the default) or "all"."""
     n = seeds_per_prompt
     k = select_k or max(2, n // 4 * 2)
     flat = [p for p in prompts for _ in range(n)]
@@ -41,8 +42,9 @@ def run_probe(policy, reward, prompts: list[str], seeds_per_prompt: int, cases: 
     full_seconds = time.perf_counter() - t0
     r_full = reward(policy.decode(full), flat).scores.numpy().reshape(len(prompts), n)
     rows = []
-    for recipe, explore_steps in cases:
-        explore = ExploreEngine(policy, recipe)
+    for recipe, explore_steps, *layers in cases:
+        layers = layers[0] if layers else "reference"
+        explore = ExploreEngine(policy, recipe, layers=layers)
         t1 = time.perf_counter()
         proxy = generate(policy, flat, seeds, explore_steps, solver, batch_size=batch_size, velocity=explore.velocity)
         explore_seconds = time.perf_counter() - t1
@@ -58,6 +60,7 @@ def run_probe(policy, reward, prompts: list[str], seeds_per_prompt: int, cases: 
         mean = lambda v: float(np.mean(v)) if v else math.nan  # noqa: E731
         rows.append({
             "recipe": explore.recipe.name, "explore_kernel": explore.kernel.name, "explore_real_kernel": explore.kernel.real,
+            "explore_layers": layers, "quantized_layers": len(explore.report.quantized),
             "explore_steps": explore_steps, "full_steps": full_steps, "solver": solver,
             "prompts": len(prompts), "seeds_per_prompt": n, "select_k": k,
             "spearman": mean(spearman), "kendall": mean(kendall), "selection_match": mean(match),

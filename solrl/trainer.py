@@ -27,6 +27,7 @@ from .distributed import current_world, gather_objects, shard, sum_gradients
 from .evaluate import evaluate
 from .metrics_log import MetricsLogger
 from .models import load_policy, policy_options
+from .models.explore_layers import EXPLORE_LAYERS
 from .models.lora import (ROLLOUT, TRAINED, AdapterEMA, adapter, adapter_params, adapter_state, add_policy_adapters, ema_update,
                           load_adapter_state, lora_config)
 from .objectives import build_objective, objective_config_errors
@@ -73,6 +74,8 @@ def validate_train_config(cfg: Config) -> None:
         (cfg.rollout.family == "diffusionnft" or cfg.rollout.explore_seeds >= t.group_size,
          f"rollout.explore_seeds (N={cfg.rollout.explore_seeds}) must be >= train.group_size (K={t.group_size})"),
         (0 <= cfg.eval.ema_decay < 1, f"eval.ema_decay must be in [0, 1); got {cfg.eval.ema_decay}"),
+        (cfg.rollout.explore_layers in EXPLORE_LAYERS,
+         f"rollout.explore_layers {cfg.rollout.explore_layers!r} is not one of {', '.join(EXPLORE_LAYERS)}"),
     ]
     for ok, message in checks:
         if not ok:
@@ -139,7 +142,8 @@ class Trainer:
         if cfg.rollout.family in ("naive_quant", "sol_rl"):
             from .precision.engine import ExploreEngine
 
-            self.engine = ExploreEngine(self.policy, cfg.rollout.explore_precision, compile=cfg.rollout.compile)
+            self.engine = ExploreEngine(self.policy, cfg.rollout.explore_precision, compile=cfg.rollout.compile,
+                                        layers=cfg.rollout.explore_layers)
             log.info("explore engine: %s", self.engine.report.summary())
         checkpoint = load_checkpoint(resume) if resume else None
         if checkpoint is not None:  # the adapters go in whole, before any sharding

@@ -130,6 +130,7 @@ def _train_config(family, path, out, prompt_file):
         "train.timestep_fraction=0.5", "train.lr=1e-2", f"train.prompts={prompt_file}", f"eval.split={prompt_file}",
         "rollout.family=sol_rl", "rollout.explore_seeds=4", "rollout.explore_steps=1",
         f"rollout.explore_precision={EXPLORE[family]}",
+        "rollout.explore_layers=all",  # the reference's size floors would keep every layer of a tiny model
     ])
 
 

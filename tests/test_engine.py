@@ -67,7 +67,7 @@ def test_engine_follows_the_old_adapter_and_resyncs_in_place(policy):
 
 
 def test_engine_reports_what_it_quantized_and_how(policy):
-    engine = ExploreEngine(policy, _tiny("nvfp4"))
+    engine = ExploreEngine(policy, _tiny("nvfp4"), layers="all")
     assert "emulated" in engine.label
     assert any("proj_out" in n for n in engine.report.skipped)
     assert any("to_q" in n for n in engine.report.quantized)
@@ -117,3 +117,38 @@ def test_nvfp4_explore_images_do_not_depend_on_their_batch_mates(policy):
     assert torch.equal(seed0("nvfp4", False), seed0("nvfp4", True))
     alone, together = seed0("nvfp4_tensor", False), seed0("nvfp4_tensor", True)
     assert not torch.equal(alone, together)
+
+
+def test_reference_layers_keep_what_sol_rl_keeps_in_bf16(policy):
+    """Sol-RL's SD3.5 rule on the toy (an SD3 transformer, hidden width 32 here): norm1 / ff_context and
+    every layer at most the hidden width stay in full precision; the image feed-forward is quantized."""
+    engine = ExploreEngine(policy, _tiny("int8"))  # layers="reference" is the default
+    assert engine.report.quantized and all(".ff.net." in n for n in engine.report.quantized)
+    assert any(n.endswith("attn.to_q") for n in engine.report.skipped)
+    every = ExploreEngine(policy, _tiny("int8"), layers="all")
+    assert set(engine.report.quantized) < set(every.report.quantized)
+    with pytest.raises(ValueError, match="reference, all"):
+        ExploreEngine(policy, "int8", layers="some")
+
+
+@pytest.mark.parametrize("family, name, shape, kept", [
+    # SD3.5-Large, hidden 2432 (configs/sol_rl/sd3.py: skip norm1, ff_context; nvfp4_min_dim 2432)
+    ("sd3", "transformer_blocks.3.attn.to_q", (2432, 2432), True),
+    ("sd3", "transformer_blocks.3.ff.net.0.proj", (2432, 9728), False),
+    ("sd3", "transformer_blocks.3.ff.net.2", (9728, 2432), False),
+    ("sd3", "transformer_blocks.3.ff_context.net.0.proj", (2432, 9728), True),
+    ("sd3", "transformer_blocks.3.norm1_context.linear", (2432, 14592), True),
+    # SANA-1.6B, hidden 2240 (configs/sol_rl/sana.py: skip attn.qkv; min_dim 2240; the fused kv quantized)
+    ("sana", "transformer_blocks.0.attn1.to_q", (2240, 2240), True),
+    ("sana", "transformer_blocks.0.attn1.to_out.0", (2240, 2240), True),
+    ("sana", "transformer_blocks.0.attn2.to_k", (2240, 2240), False),
+    ("sana", "transformer_blocks.0.attn2.to_q", (2240, 2240), True),
+    # FLUX.1, hidden 3072 (configs/sol_rl/flux1.py: min_dim 1000): every block layer quantized
+    ("flux", "transformer_blocks.0.attn.to_q", (3072, 3072), False),
+    ("flux", "single_transformer_blocks.0.proj_mlp", (3072, 12288), False),
+])
+def test_reference_layer_rules_at_the_real_models_sizes(family, name, shape, kept):
+    from solrl.models.diffusers_families import FAMILIES
+
+    hidden = {"sd3": 2432, "sana": 2240, "flux": 3072}[family]
+    assert FAMILIES[family].explore_keep.keeps(name, *shape, hidden) is kept

@@ -1,3 +1,4 @@
+import json
 import numpy as np
 import pytest
 
@@ -21,3 +22,16 @@ def test_probe_of_the_reference_against_itself_is_perfect(tiny_toy_dir):
     same, fewer = rows
     assert same["spearman"] == pytest.approx(1.0) and same["selection_match"] == 1.0 and same["kendall"] == pytest.approx(1.0)
     assert fewer["explore_steps"] == 2 and -1 <= fewer["spearman"] <= 1
+
+
+def test_probe_compares_the_reference_layer_choice_with_every_layer(capsys):
+    """On the shipped toy (width 128): the reference keeps the 128-wide attention, quantizes the feed-forward."""
+    from solrl.cli import main
+
+    assert main(["probe", "--max-prompts", "2", "--seeds", "4", "--precision", "int8",
+                 "--explore-steps", "2", "--full-steps", "3", "--explore-layers", "reference", "all",
+                 "--reward", "jpeg_incompressibility", "--batch-size", "8"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    reference, every = rows
+    assert (reference["explore_layers"], every["explore_layers"]) == ("reference", "all")
+    assert 0 < reference["quantized_layers"] < every["quantized_layers"]

@@ -19,6 +19,7 @@ import torch
 
 from .base import PromptEmbeds
 from .diffusers_t2i import DiffusersPolicy, calculate_shift, pack_2x2, unpack_2x2
+from .explore_layers import SD3_EXPLORE_KEEP, ExploreKeep
 
 JOINT_ATTENTION = ("to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out")
 
@@ -43,6 +44,7 @@ class SD3Policy(DiffusersPolicy):
     lora_target_modules = JOINT_ATTENTION
     quant_skip_patterns = (r"^pos_embed\.", r"^time_text_embed\.", r"^context_embedder$", r"^norm_out\.",
                            r"^proj_out$", r"\.norm1(_context)?\.linear$")
+    explore_keep = SD3_EXPLORE_KEEP
     default_max_sequence_length = 256
     max_shift_default = 1.16
 
@@ -72,6 +74,7 @@ class FluxPolicy(DiffusersPolicy):
     lora_target_modules = ("to_q", "to_k", "to_v", "to_out.0")  # the Sol-RL reference's FLUX targets
     quant_skip_patterns = (r"^x_embedder$", r"^context_embedder$", r"^time_text_embed\.", r"^norm_out\.", r"^proj_out$",
                            r"\.norm1(_context)?\.linear$", r"^single_transformer_blocks\.\d+\.norm\.linear$")
+    explore_keep = ExploreKeep((), 1000)  # Sol-RL's FLUX config: only layers at most 1000 wide (none in FLUX.1)
     default_max_sequence_length = 512
     packed = True
     extra_options = ("embedded_guidance",)
@@ -113,6 +116,9 @@ class SanaPolicy(DiffusersPolicy):
     text_components = ("text_encoder",)
     lora_target_modules = ("to_q", "to_k", "to_v", "to_out.0")
     quant_skip_patterns = (r"^patch_embed\.", r"^time_embed\.", r"^caption_projection\.", r"^norm_out\.", r"^proj_out$")
+    # Sol-RL's SANA config keeps attn.qkv and every layer at most the hidden width (2240) in bf16, and
+    # quantizes the cross-attention's fused kv projection, which diffusers splits into to_k / to_v
+    explore_keep = ExploreKeep((r"\.attn1\.to_[qkv]$",), "hidden", quantize=(r"\.attn2\.to_[kv]$",))
     default_max_sequence_length = 300
     extra_options = ("complex_human_instruction",)
 

@@ -70,6 +70,7 @@ class DiffusersPolicy:
     text_components: tuple[str, ...]         # pipeline attributes holding text encoders
     lora_target_modules: tuple[str, ...]     # attention projections, as the references adapt
     quant_skip_patterns: tuple[str, ...]     # explore-engine layers kept in full precision (regex on module names)
+    explore_keep = None                      # the Sol-RL reference's further bf16 layers (explore_layers.py); None: none
     default_max_sequence_length: int
     packed = False                           # 2x2 token packing (FLUX, Qwen-Image)
     max_shift_default = 1.15                 # the pipeline's max_shift fallback for dynamic shifting

@@ -12,6 +12,7 @@ import torch
 
 from ..sampling import timesteps
 from .base import PromptEmbeds
+from .explore_layers import SD3_EXPLORE_KEEP
 from .text_encoder import MiniLMEncoder
 
 TOY_BASE_DIR = Path(__file__).resolve().parent.parent / "assets" / "toy_base"
@@ -43,6 +44,7 @@ class ToyPolicy:
 
     sample_shape = (3, 32, 32)
     pipeline_class = "StableDiffusion3Pipeline"  # whose LoRA writer fits the toy's SD3 transformer
+    explore_keep = SD3_EXPLORE_KEEP               # an SD3 transformer: the reference's SD3.5 rule
 
     def __init__(self, transformer, text_encoder: MiniLMEncoder | None = None, shift: float = 1.0):
         self.transformer = transformer

@@ -12,6 +12,7 @@ import time
 import torch
 from peft.tuners.lora import LoraLayer
 
+from ..models.explore_layers import EXPLORE_LAYERS, hidden_width
 from ..models.lora import ROLLOUT
 from ..sharding import full
 from ..compile import compile_blocks
@@ -38,7 +39,9 @@ class ExploreEngine:
     """`compile=True` compiles each transformer block (torch.compile, inductor): activation quantization
     fuses with its neighbours. Syncs write the weights in place, so they never recompile."""
 
-    def __init__(self, policy, recipe: str | Recipe, adapter: str = ROLLOUT, compile: bool = False):
+    def __init__(self, policy, recipe: str | Recipe, adapter: str = ROLLOUT, compile: bool = False, layers: str = "reference"):
+        if layers not in EXPLORE_LAYERS:
+            raise ValueError(f"unknown explore layer choice {layers!r}; choose one of {', '.join(EXPLORE_LAYERS)}")
         source = policy.transformer
         device = next(source.parameters()).device
         self.recipe = recipe if isinstance(recipe, Recipe) else get_recipe(recipe, device)
@@ -48,6 +51,9 @@ class ExploreEngine:
             # unanchored "proj_out" would, e.g., also keep FLUX's per-block projections unquantized)
             self.recipe = dataclasses.replace(self.recipe, skip_patterns=tuple(family_skips))
         self.adapter = adapter
+        # "reference": also keep what the Sol-RL reference keeps in bf16 for this family; "all": every eligible linear
+        self.keep = getattr(policy, "explore_keep", None) if layers == "reference" else None
+        self.hidden = hidden_width(source) if self.keep is not None else 0
         self.kernel = select_kernel(self.recipe, device)
         self.report = QuantReport(self.kernel)
         # one dtype end to end: a plain recipe's (fp32 / bf16: the whole copy runs in it), else the model's
@@ -77,7 +83,8 @@ class ExploreEngine:
 
     def _layer_for(self, name: str, weight: torch.Tensor, bias, plain: bool) -> torch.nn.Module:
         out_f, in_f = weight.shape
-        if not plain and should_quantize(name, in_f, out_f, self.recipe):
+        kept = self.keep is not None and self.keep.keeps(name, in_f, out_f, self.hidden)
+        if not plain and not kept and should_quantize(name, in_f, out_f, self.recipe):
             self.report.quantized.append(name)
             return QuantLinear.from_weight(weight, bias, self.recipe, self.kernel)
         # fp32 / bf16 recipes: a plain linear layer on the merged weight, converted with the whole copy
