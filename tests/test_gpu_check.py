@@ -27,3 +27,20 @@ def test_tiny_mode_targets_the_cpu_sized_model(gpu_check):
     args = gpu_check.parse_args(["--tiny", "--device", "cpu", "--recipes", "int8"])
     assert (args.family, args.resolution, args.vae_levels) == ("sd3", 32, 2)
     assert gpu_check.parameter_count(args.family, args.transformer) < 1e6
+
+
+def test_the_random_sana_vae_decodes_sana_16b_latents(tmp_path):
+    """SANA-1.6B has 32 latent channels and a 32x DC-AE (6 levels); the random DC-AE built for gpu_check
+    used 8-channel blocks, whose decoder shortcut then repeated the latent 0 times (the skipped SANA
+    iteration's 'size of tensor a (8) must match the size of tensor b (0)')."""
+    import torch
+
+    from solrl.models import load_policy
+    from solrl.models.random_pipelines import TINY_TRANSFORMERS, build_random_pipeline
+
+    config = dict(TINY_TRANSFORMERS["sana"], in_channels=32, out_channels=32)
+    build_random_pipeline("sana", tmp_path, transformer_config=config, vae_levels=6)
+    policy = load_policy("sana", str(tmp_path), resolution=256, options={"max_sequence_length": 48})
+    assert policy.sample_shape == (32, 8, 8)
+    images = policy.decode(torch.randn(2, *policy.sample_shape))
+    assert images.shape == (2, 3, 256, 256) and torch.isfinite(images).all()

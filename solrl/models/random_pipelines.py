@@ -125,9 +125,12 @@ def _sana(tcfg: dict, vae_levels: int) -> dict:
         num_key_value_heads=2, num_hidden_layers=1, max_position_embeddings=8192, pad_token_id=PAD, bos_token_id=BOS,
         eos_token_id=EOS, attn_implementation="eager"))
     blocks = ("ResBlock",) + ("EfficientViTBlock",) * (vae_levels - 1)
+    # DC-AE's decoder shortcut repeats the latent channels up to the first block's width: a block
+    # narrower than the latent (SANA-1.6B's 32 channels) would repeat them 0 times
+    width = max(8, tcfg["in_channels"])
     vae = AutoencoderDC(in_channels=3, latent_channels=tcfg["in_channels"], attention_head_dim=2,
                         encoder_block_types=blocks, decoder_block_types=blocks,
-                        encoder_block_out_channels=(8,) * vae_levels, decoder_block_out_channels=(8,) * vae_levels,
+                        encoder_block_out_channels=(width,) * vae_levels, decoder_block_out_channels=(width,) * vae_levels,
                         encoder_qkv_multiscales=((),) + ((5,),) * (vae_levels - 1),
                         decoder_qkv_multiscales=((),) + ((5,),) * (vae_levels - 1),
                         encoder_layers_per_block=(1,) * vae_levels, decoder_layers_per_block=(1,) * vae_levels,
