@@ -50,6 +50,8 @@ def convergence_table(results: dict) -> list[dict]:
         iteration = float(np.median([t["seconds_iteration"] for t in train]))
         reach = time_to_reach(r["eval"], target) if target is not None else None
         rows.append({"family": family, "iterations": r["eval"][-1]["iteration"], "final_heldout": r["eval"][-1]["mean_score"],
+                     "final_gold": r["eval"][-1].get("gold_accuracy"), "min_world_likeness": min(
+                         (e["world_likeness"] for e in r["eval"] if "world_likeness" in e), default=None),
                      "rollout_seconds_per_iteration": rollout, "seconds_per_iteration": iteration,
                      "seconds_to_diffusionnft_final": reach})
     ref = next((row for row in rows if row["family"] == "naive_scaling"), None)
@@ -73,11 +75,12 @@ def write_convergence_report(results: dict, out_dir: str, command: str) -> Path:
         "# Convergence: the four families under one wall-clock budget", "",
         f"Measured {datetime.date.today().isoformat()}, {platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}.",
         f"Command: `{command}`", "", "![convergence](convergence.png)", "",
-        "| family | iterations | final held-out | rollout s/iter | s/iter | rollout speed-up vs naive_scaling | s to diffusionnft's final | convergence speed-up |",
-        "|---|---|---|---|---|---|---|---|",
+        "| family | iterations | final held-out | final gold | lowest world-likeness | rollout s/iter | s/iter | rollout speed-up vs naive_scaling | s to diffusionnft's final | convergence speed-up |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        lines.append(f"| {r['family']} | {r['iterations']} | {r['final_heldout']:.3f} | {r['rollout_seconds_per_iteration']:.1f} | "
+        lines.append(f"| {r['family']} | {r['iterations']} | {r['final_heldout']:.3f} | {fmt(r['final_gold'], 3)} | "
+                     f"{fmt(r['min_world_likeness'], 3)} | {r['rollout_seconds_per_iteration']:.1f} | "
                      f"{r['seconds_per_iteration']:.1f} | {fmt(r['rollout_speedup_vs_naive_scaling'])} | "
                      f"{fmt(r['seconds_to_diffusionnft_final'], 0)} | {fmt(r['convergence_speedup_vs_diffusionnft'])} |")
     path = out / "convergence.md"

@@ -19,6 +19,9 @@ def plot_training_curve(eval_history: list[dict], out: Path, title: str = "") ->
         ax.plot(x, score, "o-", label="held-out mean reward")
         if all(s is not None for s in strict):
             ax.plot(x, strict, "s--", label="held-out strict accuracy")
+        gold = [e.get("gold_accuracy") for e in eval_history]
+        if all(g is not None for g in gold):  # the gold check: never trained on (toyworld/gold.py)
+            ax.plot(x, gold, "D-", color="black", label="held-out gold accuracy")
         ax.set_xlabel(label)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("score")

@@ -37,9 +37,9 @@ def evaluate(policy, reward, prompts: list[str], seeds_per_prompt: int = 2, step
         "seconds_generate": round(gen_seconds, 2),
         "seconds_total": round(time.time() - start, 2),
     }
+    names = {"strict": "strict_accuracy", "gold": "gold_accuracy", "world_like": "world_likeness"}
     for name, values in result.parts.items():
-        key = "strict_accuracy" if name == "strict" else f"mean_{name}"
-        summary[key] = float(values.float().mean())
+        summary[names.get(name, f"mean_{name}")] = float(values.float().mean())
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)

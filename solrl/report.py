@@ -168,7 +168,23 @@ def _summary_rows(run_dir: Path, train: list[dict], evals: list[dict], config: d
                                         f"(best {best['mean_score']:.4f} at iteration {best.get('iteration')})"))
         if "strict_accuracy" in evals[-1]:
             rows.append(("held-out strict accuracy", f"{evals[0].get('strict_accuracy', 0):.3f} -> {evals[-1]['strict_accuracy']:.3f}"))
+        if "gold_accuracy" in evals[-1]:
+            rows.append(("held-out gold accuracy (never trained on)", _gold_row(evals)))
     return rows
+
+
+def _gold_row(evals: list[dict]) -> str:
+    """The gold metric's trend, with a warning when the reward rose while it fell (reward hacking)."""
+    first, last = evals[0], evals[-1]
+    text = (f"{first.get('gold_accuracy', 0):.3f} -> {last['gold_accuracy']:.3f}; samples that look like the world "
+            f"{first.get('world_likeness', 0):.3f} -> {last.get('world_likeness', 0):.3f}")
+    worst = min(evals, key=lambda e: e.get("gold_accuracy", math.inf))
+    if last["mean_score"] > first["mean_score"] and (
+            last["gold_accuracy"] < first.get("gold_accuracy", 0) or last.get("world_likeness", 1) < first.get("world_likeness", 0)):
+        text += " -- WARNING: the reward rose while the gold metric fell: reward hacking, look at the grids"
+    elif worst["gold_accuracy"] < first.get("gold_accuracy", 0):
+        text += f" (lowest {worst['gold_accuracy']:.3f} at iteration {worst.get('iteration')})"
+    return text
 
 
 def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Path:

@@ -19,8 +19,25 @@ def gpu_check():
 def test_dry_run_sizes_the_released_transformer(gpu_check, arch, low, high, tmp_path):
     out = tmp_path / "g.json"
     result = gpu_check.main(["--dry-run", "--arch", arch, "--out", str(out)])
-    assert low < result["plan"]["transformer_parameters"] < high
+    assert low < result["plan"]["transformer_parameters"][arch] < high
     assert not out.exists()  # a dry run writes nothing
+
+
+def test_the_whole_acceptance_run_on_a_tiny_model(gpu_check, tmp_path):
+    """`--tiny --device cpu`: every section, eager and compiled, into one JSON with the acceptance keys."""
+    import json
+
+    out = tmp_path / "g.json"
+    gpu_check.main(["--tiny", "--device", "cpu", "--recipes", "int8,nvfp4", "--iterations", "1", "--reps", "1",
+                    "--out", str(out)])
+    report = json.loads(out.read_text())
+    rollout = report["rollout"]
+    for key in ("naive_scaling_seconds", "sol_rl_seconds"):
+        assert set(rollout[key]) == {"eager", "compiled"} and all(v > 0 for v in rollout[key].values())
+    forward = report["tiny"]["forward"]
+    assert forward["eager"]["int8"]["vs_policy"] > 0 and forward["compiled"]["int8"]["forward_ms"] > 0
+    assert "skipped" in forward["eager"]["nvfp4"]  # no real NVFP4 kernel on a CPU: said, not emulated
+    assert report["tiny"]["sol_rl"][0]["iteration"] == 1 and not report["tiny"]["skipped"]
 
 
 def test_tiny_mode_targets_the_cpu_sized_model(gpu_check):

@@ -53,3 +53,14 @@ def test_report_renders_in_headless_chromium(sol_rl_run, tmp_path):
     ink = (shot.min(axis=2) < 200).mean()  # share of pixels that are not (near) white
     colours = len(np.unique(shot.reshape(-1, 3)[::7], axis=0))
     assert ink > 0.03 and colours > 100, (ink, colours)
+
+
+def test_the_report_warns_when_the_reward_rises_while_the_gold_metric_falls():
+    from solrl.report import _gold_row
+
+    hacked = [{"iteration": 0, "mean_score": 0.35, "gold_accuracy": 0.10, "world_likeness": 0.60},
+              {"iteration": 10, "mean_score": 0.45, "gold_accuracy": 0.02, "world_likeness": 0.20}]
+    assert "WARNING" in _gold_row(hacked) and "0.100 -> 0.020" in _gold_row(hacked)
+    honest = [{"iteration": 0, "mean_score": 0.35, "gold_accuracy": 0.10, "world_likeness": 0.60},
+              {"iteration": 10, "mean_score": 0.45, "gold_accuracy": 0.20, "world_likeness": 0.70}]
+    assert "WARNING" not in _gold_row(honest)

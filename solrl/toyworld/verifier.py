@@ -31,6 +31,7 @@ class DetectedObject:
     area: int
     center: tuple[float, float]  # (row, col)
     shape_iou: dict[str, float]
+    box: tuple[int, int] = (0, 0)  # bounding box (height, width) in pixels
 
     @property
     def shape(self) -> str:
@@ -50,8 +51,9 @@ def _ideal_in_box(shape: str, h: int, w: int) -> np.ndarray:
     return mask
 
 
-def detect_objects(image: np.ndarray) -> list[DetectedObject]:
-    """Objects in a uint8 [H, W, 3] image: connected components of each palette colour."""
+def palette_components(image: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """(colour, mask) of each connected component of a palette colour in a uint8 [H, W, 3] image;
+    specks under MIN_AREA dropped."""
     pixels = image.astype(np.float32)
     dist = np.linalg.norm(pixels[:, :, None, :] - _PALETTE[None, None], axis=-1)
     label = dist.argmin(-1)
@@ -61,19 +63,27 @@ def detect_objects(image: np.ndarray) -> list[DetectedObject]:
         components, n = ndimage.label(label == index)
         for comp in range(1, n + 1):
             mask = components == comp
-            area = int(mask.sum())
-            if area < MIN_AREA:
-                continue
-            rows, cols = np.nonzero(mask)
-            top, left = rows.min(), cols.min()
-            h, w = rows.max() - top + 1, cols.max() - left + 1
-            box = mask[top:top + h, left:left + w]  # both masks lie inside the box: IoU over it is exact
-            ious = {}
-            for shape in SHAPES:
-                ideal = _ideal_in_box(shape, int(h), int(w))
-                ious[shape] = float((ideal & box).sum() / max(1, (ideal | box).sum()))
-            found.append(DetectedObject(name, area, (float(rows.mean()), float(cols.mean())), ious))
+            if mask.sum() >= MIN_AREA:
+                found.append((name, mask))
     return found
+
+
+def describe(color: str, mask: np.ndarray) -> DetectedObject:
+    """Area, centre and IoU with each ideal shape drawn in the component's bounding box."""
+    rows, cols = np.nonzero(mask)
+    top, left = rows.min(), cols.min()
+    h, w = rows.max() - top + 1, cols.max() - left + 1
+    box = mask[top:top + h, left:left + w]  # both masks lie inside the box: IoU over it is exact
+    ious = {}
+    for shape in SHAPES:
+        ideal = _ideal_in_box(shape, int(h), int(w))
+        ious[shape] = float((ideal & box).sum() / max(1, (ideal | box).sum()))
+    return DetectedObject(color, int(mask.sum()), (float(rows.mean()), float(cols.mean())), ious, (int(h), int(w)))
+
+
+def detect_objects(image: np.ndarray) -> list[DetectedObject]:
+    """Objects in a uint8 [H, W, 3] image: connected components of each palette colour."""
+    return [describe(color, mask) for color, mask in palette_components(image)]
 
 
 @dataclass(frozen=True)

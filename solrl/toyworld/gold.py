@@ -1,0 +1,122 @@
+"""The gold check: is an image what a person would call a correct toy-world scene?
+
+A metric beside the training reward, never trained on, with rules a degenerate image cannot meet:
+- exactly the asked objects, each one palette colour, no object of any other colour;
+- each object the world's size (its bounding box within the renderer's size range, +-2 px) and about
+  square, as every rendered object is;
+- each object recognisably its shape: IoU >= 0.7 with the ideal shape drawn in its box, and the
+  asked shape beats every other by 0.1;
+- a clean background: at most 3% of the canvas outside the asked objects is not background;
+- relation scenes: the first object at least 2 px on the asked side of the second.
+`world_likeness` is the image-level part alone (object sizes and background, whatever the prompt):
+samples that stop looking like the world show there even when the reward rises.
+Ground-truth renders pass (tests/test_gold.py: >= 0.95); giant objects, filled canvases, noise,
+stripes, blank canvases and wrong sizes never do.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .grammar import BACKGROUND, Scene, parse_prompt
+from .render import COUNT_SIZE, RELATION_SIZE
+from .verifier import COLOR_TOLERANCE, DetectedObject, _relation_offset, describe, palette_components
+
+SIZE_SLACK = 2            # px around the renderer's object-size range
+SQUARE_SLACK = 2          # |height - width| of a rendered object's box (triangles and circles too)
+MIN_SHAPE_IOU = 0.7
+MIN_SHAPE_MARGIN = 0.1
+MAX_DIRT = 0.03           # share of the canvas outside the asked objects that may be non-background
+MIN_RELATION_OFFSET = 2.0
+
+
+@dataclass(frozen=True)
+class GoldVerdict:
+    correct: bool                       # every rule holds
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.failures) or "correct"
+
+
+def _objects_with_masks(image: np.ndarray) -> list[tuple[DetectedObject, np.ndarray]]:
+    return [(describe(color, mask), mask) for color, mask in palette_components(image)]
+
+
+def _size_range(scene: Scene) -> tuple[int, int]:
+    low, high = COUNT_SIZE if scene.second is None else RELATION_SIZE
+    return low - SIZE_SLACK, high + SIZE_SLACK
+
+
+def _object_failures(obj: DetectedObject, shape: str, sizes: tuple[int, int]) -> list[str]:
+    h, w = obj.box
+    failures = []
+    if not (sizes[0] <= h <= sizes[1] and sizes[0] <= w <= sizes[1]):
+        failures.append(f"{obj.color} object of {h}x{w} px outside the world's {sizes[0]}-{sizes[1]} px")
+    elif abs(h - w) > SQUARE_SLACK:
+        failures.append(f"{obj.color} object's box {h}x{w} is not square")
+    iou = obj.shape_iou[shape]
+    margin = iou - max(v for k, v in obj.shape_iou.items() if k != shape)
+    if iou < MIN_SHAPE_IOU or margin < MIN_SHAPE_MARGIN:
+        failures.append(f"{obj.color} object is no clear {shape} (IoU {iou:.2f}, margin {margin:.2f})")
+    return failures
+
+
+def _dirt(image: np.ndarray, kept: list[np.ndarray]) -> float:
+    background = np.linalg.norm(image.astype(np.float32) - np.array(BACKGROUND, np.float32), axis=-1) <= COLOR_TOLERANCE
+    covered = np.zeros(image.shape[:2], bool)
+    for mask in kept:
+        covered |= mask
+    return float((~background & ~covered).mean())
+
+
+def gold_check(image: np.ndarray, scene: Scene) -> GoldVerdict:
+    """Every rule of the module docstring, for a uint8 [H, W, 3] image and its scene."""
+    found = _objects_with_masks(image)
+    sizes = _size_range(scene)
+    wanted = [scene.first] * scene.count if scene.second is None else [scene.first, scene.second]
+    failures = []
+    asked_colors = {spec.color for spec in wanted}
+    strays = [o for o, _ in found if o.color not in asked_colors]
+    if strays:
+        failures.append(f"{len(strays)} object(s) of colours not asked for")
+    kept, picked = [], []
+    for color in sorted(asked_colors):
+        specs = [s for s in wanted if s.color == color]
+        mine = [(o, m) for o, m in found if o.color == color]
+        if len(mine) != len(specs):
+            failures.append(f"{len(mine)} {color} object(s), asked {len(specs)}")
+            continue
+        # one object per spec: the best shape match first (two specs of one colour differ in shape)
+        for spec in specs:
+            obj, mask = max(mine, key=lambda om: om[0].shape_iou[spec.shape])
+            mine = [om for om in mine if om[0] is not obj]
+            failures += _object_failures(obj, spec.shape, sizes)
+            kept.append(mask)
+            picked.append((spec, obj))
+    dirt = _dirt(image, kept)
+    if dirt > MAX_DIRT:
+        failures.append(f"{dirt:.1%} of the canvas is stray paint")
+    if scene.second is not None and len(picked) == 2 and not failures:
+        first = next(o for s, o in picked if s == scene.first)
+        second = next(o for s, o in picked if s == scene.second and o is not first)
+        if _relation_offset(scene.relation, first, second) < MIN_RELATION_OFFSET:
+            failures.append(f"the {scene.first.phrase()} is not {scene.relation} the {scene.second.phrase()}")
+    return GoldVerdict(not failures, failures)
+
+
+def gold_check_prompt(image: np.ndarray, prompt: str) -> GoldVerdict:
+    return gold_check(image, parse_prompt(prompt))
+
+
+def world_likeness(image: np.ndarray) -> bool:
+    """Image-level rules only: every object of a rendered size and about square, a clean background."""
+    found = _objects_with_masks(image)
+    low, high = COUNT_SIZE[0] - SIZE_SLACK, RELATION_SIZE[1] + SIZE_SLACK
+    for obj, _ in found:
+        h, w = obj.box
+        if not (low <= h <= high and low <= w <= high) or abs(h - w) > SQUARE_SLACK:
+            return False
+    return bool(found) and _dirt(image, [m for _, m in found]) <= MAX_DIRT

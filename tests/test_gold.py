@@ -1,0 +1,99 @@
+"""The gold check against an adversarial set: ground-truth renders pass, degenerate images never do.
+
+Degenerate kinds, each drawn for every held-out prompt: one giant object of the asked colour and
+shape, a canvas filled with the asked colour, a staircase block of it (the shape collapsed runs
+paint), palette noise, stripes, a blank canvas, and the asked objects at a quarter of the world's
+size. The training reward (verifier.py) pays some of these well (a giant object about 0.5); the gold
+check must give none of them a pass, while >= 95% of ground-truth renders pass."""
+import numpy as np
+import pytest
+
+from solrl.data import load_prompts
+from solrl.toyworld.gold import gold_check, world_likeness
+from solrl.toyworld.grammar import BACKGROUND, COLORS, parse_prompt
+from solrl.toyworld.render import IMAGE_SIZE, render_scene, shape_mask
+from solrl.toyworld.verifier import verify
+
+PROMPTS = load_prompts("heldout")
+
+
+def _canvas():
+    image = np.empty((IMAGE_SIZE, IMAGE_SIZE, 3), np.uint8)
+    image[:] = BACKGROUND
+    return image
+
+
+def giant(scene, rng):
+    image = _canvas()
+    image[shape_mask(scene.first.shape, IMAGE_SIZE, IMAGE_SIZE, 2, 2, 28, 28)] = COLORS[scene.first.color]
+    return image
+
+
+def filled(scene, rng):
+    image = _canvas()
+    image[:] = COLORS[scene.first.color]
+    return image
+
+
+def staircase(scene, rng):
+    image = _canvas()
+    for row in range(4, IMAGE_SIZE):
+        image[row, : 8 + (row // 6) * 5] = COLORS[scene.first.color]
+    return image
+
+
+def noise(scene, rng):
+    palette = np.array([BACKGROUND, *COLORS.values()], np.uint8)
+    return palette[rng.integers(0, len(palette), size=(IMAGE_SIZE, IMAGE_SIZE))]
+
+
+def stripes(scene, rng):
+    image = _canvas()
+    for row in range(0, IMAGE_SIZE, 8):
+        image[row:row + 4] = COLORS[scene.first.color]
+    return image
+
+
+def blank(scene, rng):
+    return _canvas()
+
+
+def tiny_objects(scene, rng):
+    """The asked objects, placed as the world places them, at a quarter of their size."""
+    image = _canvas()
+    objects = [scene.first] * scene.count if scene.second is None else [scene.first, scene.second]
+    horizontal = scene.relation in ("left of", "right of")
+    first_before = scene.relation in ("left of", "above")
+    for i, spec in enumerate(objects):
+        k = i if (scene.second is None or first_before) else 1 - i
+        top, left = (14, 4 + 7 * k) if (scene.second is None or horizontal) else (4 + 7 * k, 14)
+        image[shape_mask(spec.shape, IMAGE_SIZE, IMAGE_SIZE, top, left, 3, 3)] = COLORS[spec.color]
+    return image
+
+
+KINDS = [giant, filled, staircase, noise, stripes, blank, tiny_objects]
+
+
+def test_ground_truth_renders_pass():
+    rng = np.random.default_rng(0)
+    results = [gold_check(render_scene(parse_prompt(p), rng), parse_prompt(p)).correct for p in PROMPTS for _ in range(3)]
+    assert np.mean(results) >= 0.95
+    rng = np.random.default_rng(1)
+    assert all(world_likeness(render_scene(parse_prompt(p), rng)) for p in PROMPTS[:30])
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.__name__)
+def test_no_degenerate_image_passes(kind):
+    rng = np.random.default_rng(2)
+    passed = [p for p in PROMPTS if gold_check(kind(parse_prompt(p), rng), parse_prompt(p)).correct]
+    assert not passed, passed[:3]
+    assert not any(world_likeness(kind(parse_prompt(p), rng)) for p in PROMPTS[:20])
+
+
+def test_the_training_reward_is_gamed_where_the_gold_check_is_not():
+    """Why the gold metric exists (issue 17): the training reward pays a giant object more than half a
+    ground-truth render's score on average; the gold check fails it every time."""
+    rng = np.random.default_rng(3)
+    truth = np.mean([verify(render_scene(parse_prompt(p), rng), parse_prompt(p)).score for p in PROMPTS])
+    gamed = np.mean([verify(giant(parse_prompt(p), rng), parse_prompt(p)).score for p in PROMPTS])
+    assert truth > 0.9 and gamed > truth / 2
