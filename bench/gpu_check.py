@@ -53,6 +53,7 @@ def parse_args(argv=None):
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--recipes", default="bf16,fp8,int8,nvfp4")
     p.add_argument("--compile", default="eager,compiled", help="compile settings to time: eager, compiled or both")
+    p.add_argument("--scope", default="blocks", choices=["blocks", "model"], help="what 'compiled' compiles (solrl/compile.py)")
     p.add_argument("--sections", default="forward,rollout,sol_rl", help="which sections to run")
     p.add_argument("--explore-seeds", type=int, default=96, help="N of the rollout section (the paper's 96)")
     p.add_argument("--group-size", type=int, default=24, help="K of the rollout section (the paper's 24)")
@@ -141,7 +142,7 @@ def build_model_dir(args, root: Path) -> Path:
 
 
 def _policy(args, model_dir: Path, compiled: bool):
-    from solrl.compile import compile_blocks
+    from solrl.compile import compile_transformer
     from solrl.models import load_policy
     from solrl.models.lora import add_policy_adapters, lora_config
 
@@ -152,8 +153,7 @@ def _policy(args, model_dir: Path, compiled: bool):
         for name, p in policy.transformer.named_parameters():
             if "lora_B" in name:
                 p.normal_(0, 1e-3)
-    if compiled:
-        compile_blocks(policy.transformer)
+    compile_transformer(policy.transformer, args.scope if compiled else "eager")
     return policy
 
 
@@ -190,7 +190,7 @@ def forward_speed(args, model_dir: Path) -> dict:
                                "kernel": f"peft LoRA unmerged, {policy.dtype}"}, **skipped}
         for name in real:
             start = time.perf_counter()
-            engine = ExploreEngine(policy, name, compile=compiled)
+            engine = ExploreEngine(policy, name, compile=args.scope if compiled else "eager")
             build = time.perf_counter() - start
             with torch.no_grad():
                 first = _first_call(lambda: engine.velocity(x, t, cond), args.device)
@@ -230,7 +230,7 @@ def rollout_speed(args, model_dir: Path) -> dict:
     seconds = {"naive_scaling_seconds": {}, "sol_rl_seconds": {}, "first_round_seconds": {}}
     for mode in args.compile.split(","):
         policy = _policy(args, model_dir, mode == "compiled")
-        engine = ExploreEngine(policy, recipe, compile=mode == "compiled")
+        engine = ExploreEngine(policy, recipe, compile=args.scope if mode == "compiled" else "eager")
         specs = {family: RolloutSpec(family, k, n, 10, 6, "euler", 1.0, args.rollout_batch, "best_worst")
                  for family in ("naive_scaling", "sol_rl")}
         start = time.perf_counter()

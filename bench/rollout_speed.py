@@ -6,9 +6,10 @@ The policy is the shipped toy model with the toy presets' LoRA (rank 16 on atten
 unmerged, as in training); naive_scaling samples N seeds per prompt with it at the full step count,
 sol_rl explores N seeds with the explore engine (`rollout.explore_precision`, LoRA merged) at the
 explore step count and regenerates K with the policy. Both through `run_rollout`, the trainer's own
-path; the figures are its generation seconds (reward time excluded). "compiled" = model.compile and
-rollout.compile: every transformer block of the policy and of the engine compiled by inductor; the
-first call of each is timed apart as compile seconds. Rounds interleave the four set-ups; medians.
+path; the figures are its generation seconds (reward time excluded). "blocks" and "model" = model.compile
+and rollout.compile at that scope (solrl/compile.py: each transformer block, or the whole transformer,
+compiled by inductor), for the policy and the engine alike; the first round of each set-up (compilation
+included) is timed apart. Rounds interleave the six set-ups; medians.
 """
 from __future__ import annotations
 
@@ -22,23 +23,22 @@ from pathlib import Path
 
 import torch
 
-from solrl.compile import compile_blocks
+from solrl.compile import compile_transformer
 from solrl.config import load_config
 from solrl.data import load_prompts
 from solrl.models import load_policy
 from solrl.models.lora import add_policy_adapters, lora_config
 from solrl.precision.engine import ExploreEngine
-from solrl.precision.linear import cpu_description
+from solrl.precision.linear import cpu_label
 from solrl.rewards import build_reward
 from solrl.rollout import RolloutSpec, run_rollout
 
 
-def _setup(cfg, compiled: bool):
+def _setup(cfg, scope: str):
     policy = load_policy("toy")
     add_policy_adapters(policy.transformer, lora_config(cfg.lora.rank, cfg.lora.alpha, cfg.lora.init, cfg.lora.target_modules))
-    if compiled:
-        compile_blocks(policy.transformer)
-    engine = ExploreEngine(policy, cfg.rollout.explore_precision, compile=compiled, layers=cfg.rollout.explore_layers)
+    compile_transformer(policy.transformer, scope)
+    engine = ExploreEngine(policy, cfg.rollout.explore_precision, compile=scope, layers=cfg.rollout.explore_layers)
     return policy, engine
 
 
@@ -58,8 +58,8 @@ def main() -> None:
                                  cfg.rollout.selection) for family in ("naive_scaling", "sol_rl")}
     seeds = list(range(len(prompts) * n))
     setups, compile_seconds = {}, {}
-    for mode in ("eager", "compiled"):
-        policy, engine = _setup(cfg, mode == "compiled")
+    for mode in ("eager", "blocks", "model"):
+        policy, engine = _setup(cfg, mode)
         start = time.perf_counter()
         for spec in specs.values():  # first calls: compilation (and warm caches for eager)
             run_rollout(policy, reward, prompts, seeds, spec, engine)
@@ -73,23 +73,22 @@ def main() -> None:
                 times[(mode, family)].append(batch.seconds["rollout"])
     med = {key: statistics.median(v) for key, v in times.items()}
     engine = setups["eager"][1]
+    ratios = {}
+    for mode in ("blocks", "model"):
+        ratios[f"{mode}_over_eager.naive_scaling"] = med[("eager", "naive_scaling")] / med[(mode, "naive_scaling")]
+        ratios[f"{mode}_over_eager.sol_rl"] = med[("eager", "sol_rl")] / med[(mode, "sol_rl")]
+        ratios[f"sol_rl_over_naive_scaling.{mode}"] = med[(mode, "naive_scaling")] / med[(mode, "sol_rl")]
+        ratios[f"{mode}_sol_rl_over_eager_naive_scaling"] = med[("eager", "naive_scaling")] / med[(mode, "sol_rl")]
+    ratios["sol_rl_over_naive_scaling.eager"] = med[("eager", "naive_scaling")] / med[("eager", "sol_rl")]
     figures = {
-        "machine": f"{cpu_description()[0]} ({platform.machine()}), {torch.get_num_threads()} threads, torch {torch.__version__}",
+        "machine": f"{cpu_label()}, {platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}",
         "date": datetime.date.today().isoformat(), "config": args.config, "prompts": len(prompts), "N": n, "K": k,
         "full_steps": s.steps, "explore_steps": cfg.rollout.explore_steps, "explore_recipe": engine.recipe.name,
         "explore_kernel": engine.kernel.name, "reps": args.reps,
         "rollout_seconds": {f"{mode}.{family}": v for (mode, family), v in med.items()},
-        "first_round_seconds": compile_seconds,
-        "ratios": {
-            "compiled_over_eager.naive_scaling": med[("eager", "naive_scaling")] / med[("compiled", "naive_scaling")],
-            "compiled_over_eager.sol_rl": med[("eager", "sol_rl")] / med[("compiled", "sol_rl")],
-            "sol_rl_over_naive_scaling.compiled": med[("compiled", "naive_scaling")] / med[("compiled", "sol_rl")],
-            "sol_rl_over_naive_scaling.eager": med[("eager", "naive_scaling")] / med[("eager", "sol_rl")],
-            "compiled_sol_rl_over_eager_naive_scaling": med[("eager", "naive_scaling")] / med[("compiled", "sol_rl")],
-        },
+        "first_round_seconds": compile_seconds, "ratios": ratios,
     }
     Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
-    r = figures["ratios"]
     lines = [
         "# Compiled rollouts on the CPU (toy world)", "",
         f"Measured {figures['date']} on {figures['machine']}.",
@@ -97,15 +96,17 @@ def main() -> None:
         f"({args.config}: N {n}, K {k}, {s.steps} full steps, explore {engine.recipe.name} ({engine.kernel.name}) at "
         f"{cfg.rollout.explore_steps} steps); medians of {args.reps} interleaved rounds, generation seconds per rollout "
         "(reward excluded). Raw figures: docs/compile.json.", "",
-        "| rollout | eager s | compiled s | compiled speed-up |", "|---|---|---|---|",
-        *[f"| {family} | {med[('eager', family)]:.2f} | {med[('compiled', family)]:.2f} | "
-          f"{med[('eager', family)] / med[('compiled', family)]:.2f}x |" for family in specs],
+        "| rollout | eager s | blocks s | model s | blocks speed-up | model speed-up |", "|---|---|---|---|---|---|",
+        *[f"| {family} | {med[('eager', family)]:.2f} | {med[('blocks', family)]:.2f} | {med[('model', family)]:.2f} | "
+          f"{ratios[f'blocks_over_eager.{family}']:.2f}x | {ratios[f'model_over_eager.{family}']:.2f}x |" for family in specs],
         "",
-        f"- sol_rl over naive_scaling: {r['sol_rl_over_naive_scaling.eager']:.2f}x eager, "
-        f"{r['sol_rl_over_naive_scaling.compiled']:.2f}x with both compiled; compiled sol_rl over eager naive_scaling "
-        f"{r['compiled_sol_rl_over_eager_naive_scaling']:.2f}x.",
-        f"- First round (both families, compilation included): eager {compile_seconds['eager']:.1f} s, "
-        f"compiled {compile_seconds['compiled']:.1f} s (inductor's on-disk cache makes later processes faster).",
+        f"- sol_rl over naive_scaling: {ratios['sol_rl_over_naive_scaling.eager']:.2f}x eager, "
+        f"{ratios['sol_rl_over_naive_scaling.blocks']:.2f}x with both compiled by blocks, "
+        f"{ratios['sol_rl_over_naive_scaling.model']:.2f}x with both compiled whole; compiled (model) sol_rl over eager "
+        f"naive_scaling {ratios['model_sol_rl_over_eager_naive_scaling']:.2f}x.",
+        "- First round of each set-up (both families, compilation included): " +
+        ", ".join(f"{mode} {sec:.1f} s" for mode, sec in compile_seconds.items()) +
+        " (inductor's on-disk cache makes later processes faster).",
     ]
     Path(args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

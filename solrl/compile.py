@@ -1,8 +1,11 @@
-"""torch.compile for the transformers: each block compiled on its own (inductor), in place.
+"""torch.compile (inductor) for the transformers, in place, at one of two scopes.
 
-Blocks rather than the whole model: every block of a stack shares one compiled graph (they run the
-same code on same-shaped inputs), compile time stays that of one block per stack, and the model's
-Python around the blocks (embedders, peft's adapter switches, the samplers) stays eager.
+- "blocks": each transformer block compiled on its own (regional compilation). Every block of a
+  stack shares one graph, compile time stays that of one block per stack, and the Python around the
+  blocks (embedders, the samplers) stays eager: the choice for large models on a GPU.
+- "model": the whole transformer as one graph. On a small model the eager Python between blocks
+  (embedders, peft's adapter dispatch) is a large share of the time: measured on the toy (2-core
+  EPYC, docs/compile.md) whole-model compilation gave 1.37x where blocks gave 1.20x.
 Weights are read as graph inputs, so changing them in place (an engine sync, an optimizer step)
 does not recompile (tests count compilations with a counting backend in `BACKEND`'s place).
 """
@@ -12,18 +15,25 @@ import torch
 
 from .sharding import block_lists
 
+COMPILE_SCOPES = ("eager", "blocks", "model")  # "eager": not compiled ("off" would read as false in YAML)
 BACKEND = "inductor"  # tests swap in a counting backend
 RECOMPILE_LIMIT = 64
 
 
-def compile_blocks(model: torch.nn.Module, backend=None) -> int:
-    """Compile every transformer block of `model` in place; returns how many blocks were wrapped."""
-    # graphs per block code: block kinds (e.g. SD3's last, context-free block) x adapter set-ups
+def compile_transformer(model: torch.nn.Module, scope: str | bool) -> bool:
+    """Compile `model` in place at `scope` (True means "blocks"); returns whether anything was compiled."""
+    scope = "blocks" if scope is True else ("eager" if scope is False else scope)
+    if scope not in COMPILE_SCOPES:
+        raise ValueError(f"unknown compile scope {scope!r}; choose one of {', '.join(COMPILE_SCOPES)}")
+    if scope == "eager":
+        return False
+    # graphs per code object: block kinds (e.g. SD3's last, context-free block) x adapter set-ups
     # (old / trained with gradients / none) x batch shapes; past the limit dynamo would run eagerly
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
-    count = 0
-    for _, blocks in block_lists(model):
-        for block in blocks:
-            block.compile(backend=backend or BACKEND, dynamic=False)
-            count += 1
-    return count
+    if scope == "model":
+        model.compile(backend=BACKEND, dynamic=False)
+        return True
+    blocks = [block for _, stack in block_lists(model) for block in stack]
+    for block in blocks:
+        block.compile(backend=BACKEND, dynamic=False)
+    return bool(blocks)

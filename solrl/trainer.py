@@ -20,7 +20,7 @@ import yaml
 
 from .algorithms.nft import ADV_MODES, DECAY_SCHEDULES, eval_ema_decay, group_advantages, old_policy_decay
 from .checkpoint import load_checkpoint, save_checkpoint
-from .compile import compile_blocks
+from .compile import COMPILE_SCOPES, compile_transformer
 from .config import Config, ConfigError, to_dict
 from .data import check_prompt_lengths, load_prompts
 from .distributed import current_world, gather_objects, shard, sum_gradients
@@ -74,6 +74,10 @@ def validate_train_config(cfg: Config) -> None:
         (cfg.rollout.family == "diffusionnft" or cfg.rollout.explore_seeds >= t.group_size,
          f"rollout.explore_seeds (N={cfg.rollout.explore_seeds}) must be >= train.group_size (K={t.group_size})"),
         (0 <= cfg.eval.ema_decay < 1, f"eval.ema_decay must be in [0, 1); got {cfg.eval.ema_decay}"),
+        (cfg.model.compile in COMPILE_SCOPES and cfg.rollout.compile in COMPILE_SCOPES,
+         f"model.compile and rollout.compile must be one of {', '.join(COMPILE_SCOPES)}; got {cfg.model.compile!r} and {cfg.rollout.compile!r}"),
+        (cfg.model.compile == "eager" or t.parallel != "fsdp2",
+         "model.compile with train.parallel=fsdp2 is not supported yet; set model.compile=eager (rollout.compile works)"),
         (cfg.rollout.explore_layers in EXPLORE_LAYERS,
          f"rollout.explore_layers {cfg.rollout.explore_layers!r} is not one of {', '.join(EXPLORE_LAYERS)}"),
     ]
@@ -153,8 +157,7 @@ class Trainer:
             units = shard_model(self.model, self.world.size)
             log.info("train.parallel=fsdp2: transformer sharded over %d ranks in %d FSDP units", self.world.size, units)
         self.model.train()
-        if cfg.model.compile:
-            compile_blocks(self.model)
+        compile_transformer(self.model, cfg.model.compile)
         params = list(adapter_params(self.model, TRAINED).values())
         self.optimizer = torch.optim.AdamW(params, lr=cfg.train.lr, betas=tuple(cfg.train.betas), weight_decay=cfg.train.weight_decay)
         self.eval_ema = AdapterEMA(self.model, TRAINED) if cfg.eval.ema else None
@@ -163,7 +166,8 @@ class Trainer:
         self.eval_history: list[dict] = []
         if checkpoint is not None:
             self._restore(checkpoint)
-        self.compile_seconds = self._warm_up_compiled() if (cfg.model.compile or cfg.rollout.compile) else 0.0
+        compiled = cfg.model.compile != "eager" or (self.engine is not None and self.engine.compiled)
+        self.compile_seconds = self._warm_up_compiled() if compiled else 0.0
         if self.world.main:  # rank 0 alone writes the run directory
             (self.run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
             self.logger = MetricsLogger(self.run_dir, wandb_project=cfg.wandb_project, config=to_dict(cfg),
@@ -185,7 +189,7 @@ class Trainer:
         rollout, micro = inputs(self.cfg.sampling.batch_size), inputs(self.cfg.train.micro_batch)
         if self.engine is not None and self.engine.compiled:
             self.engine.velocity(*rollout)
-        if self.cfg.model.compile:
+        if self.cfg.model.compile != "eager":
             with torch.no_grad(), adapter(self.model, ROLLOUT):
                 self.policy.velocity(*rollout)
                 self.policy.velocity(*micro)

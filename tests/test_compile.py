@@ -39,11 +39,11 @@ def _relative(a, b):
     return ((a - b).norm() / b.norm()).item()
 
 
-@pytest.mark.parametrize("recipe", ["fp32", "bf16", "int8", "nvfp4"])
-def test_compiled_engine_matches_eager_and_a_sync_does_not_recompile(tiny_toy_dir, counter, recipe):
+@pytest.mark.parametrize("recipe, scope", [("fp32", "model"), ("bf16", "blocks"), ("int8", "blocks"), ("nvfp4", "blocks")])
+def test_compiled_engine_matches_eager_and_a_sync_does_not_recompile(tiny_toy_dir, counter, recipe, scope):
     policy = make_adapted_policy(tiny_toy_dir)
     r = dataclasses.replace(get_recipe(recipe), min_features=16)  # the tiny model's layers are 32 wide
-    eager, compiled = ExploreEngine(policy, r), ExploreEngine(policy, r, compile=True)
+    eager, compiled = ExploreEngine(policy, r, layers="all"), ExploreEngine(policy, r, compile=scope, layers="all")
     assert compiled.compiled and compiled.dtype == (torch.bfloat16 if recipe == "bf16" else torch.float32)
     x, t, cond = _inputs(policy)
     before = compiled.velocity(x, t, cond)
@@ -66,17 +66,20 @@ def _cfg(tiny_toy_dir, out, family, *extra):
         "sampling.batch_size=8", "lora.rank=4", "lora.alpha=8", "train.prompts_per_iter=2", "train.group_size=4",
         "train.micro_batch=4", "train.timestep_fraction=0.67", "train.lr=1e-2", "train.eval_every=0",
         "train.checkpoint_every=1", "train.keep_checkpoints=5", "eval.max_prompts=2", "eval.seeds_per_prompt=1",
-        "eval.steps=2", f"rollout.family={family}", "rollout.explore_seeds=6", "model.compile=true", *extra])
+        "eval.steps=2", f"rollout.family={family}", "rollout.explore_seeds=6", *extra])
 
 
-@pytest.mark.parametrize("family", ["diffusionnft", "naive_scaling"])
-def test_compiled_training_resumes_exactly_and_stays_near_eager(tiny_toy_dir, tmp_path, counter, family):
-    straight = Trainer(_cfg(tiny_toy_dir, tmp_path / "straight", family, "train.iterations=2"), quiet=True)
+@pytest.mark.parametrize("family, scope", [("diffusionnft", "model"), ("naive_scaling", "blocks")])
+def test_compiled_training_resumes_exactly_and_stays_near_eager(tiny_toy_dir, tmp_path, counter, family, scope):
+    def cfg(out, *extra):
+        return _cfg(tiny_toy_dir, out, family, f"model.compile={scope}", *extra)
+
+    straight = Trainer(cfg(tmp_path / "straight", "train.iterations=2"), quiet=True)
     assert straight.compile_seconds > 0
     straight.train()
     frames = counter.frame_count
-    Trainer(_cfg(tiny_toy_dir, tmp_path / "cut", family, "train.iterations=1"), quiet=True).train()
-    Trainer(_cfg(tiny_toy_dir, tmp_path / "cut", family, "train.iterations=2"), resume=str(tmp_path / "cut"), quiet=True).train()
+    Trainer(cfg(tmp_path / "cut", "train.iterations=1"), quiet=True).train()
+    Trainer(cfg(tmp_path / "cut", "train.iterations=2"), resume=str(tmp_path / "cut"), quiet=True).train()
     a, b = load_checkpoint(tmp_path / "straight"), load_checkpoint(tmp_path / "cut")
     for key in ("lora_default", "lora_old"):
         for name, value in a[key].items():
@@ -86,7 +89,7 @@ def test_compiled_training_resumes_exactly_and_stays_near_eager(tiny_toy_dir, tm
     records = [line for line in (tmp_path / "straight" / "train.jsonl").read_text().splitlines()]
     assert '"seconds_compile"' in records[0] and '"seconds_compile"' not in records[1]
     assert counter.frame_count >= frames  # the later trainers compiled their own blocks (a new model each)
-    Trainer(_cfg(tiny_toy_dir, tmp_path / "eager", family, "train.iterations=2", "model.compile=false"), quiet=True).train()
+    Trainer(_cfg(tiny_toy_dir, tmp_path / "eager", family, "train.iterations=2"), quiet=True).train()  # model.compile=eager
     c = load_checkpoint(tmp_path / "eager")
     worst = max((c["lora_default"][k] - v).abs().max().item() for k, v in a["lora_default"].items())
     print(f"compiled vs eager after 2 updates: max |difference| {worst:.2e}")

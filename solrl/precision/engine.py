@@ -15,7 +15,7 @@ from peft.tuners.lora import LoraLayer
 from ..models.explore_layers import EXPLORE_LAYERS, hidden_width
 from ..models.lora import ROLLOUT
 from ..sharding import full
-from ..compile import compile_blocks
+from ..compile import compile_transformer
 from .linear import QuantLinear, QuantReport, Recipe, get_recipe, select_kernel, should_quantize
 
 log = logging.getLogger("solrl.precision")
@@ -36,10 +36,11 @@ def _set_module(root: torch.nn.Module, name: str, module: torch.nn.Module) -> No
 
 
 class ExploreEngine:
-    """`compile=True` compiles each transformer block (torch.compile, inductor): activation quantization
-    fuses with its neighbours. Syncs write the weights in place, so they never recompile."""
+    """`compile` ("blocks", "model", True = "blocks") compiles the copy with inductor (solrl/compile.py):
+    activation quantization fuses with its neighbours. Syncs write the weights in place: no recompile."""
 
-    def __init__(self, policy, recipe: str | Recipe, adapter: str = ROLLOUT, compile: bool = False, layers: str = "reference"):
+    def __init__(self, policy, recipe: str | Recipe, adapter: str = ROLLOUT, compile: str | bool = "eager",
+                 layers: str = "reference"):
         if layers not in EXPLORE_LAYERS:
             raise ValueError(f"unknown explore layer choice {layers!r}; choose one of {', '.join(EXPLORE_LAYERS)}")
         source = policy.transformer
@@ -74,7 +75,7 @@ class ExploreEngine:
                 _set_module(model, name, self._layer_for(name, module.weight, module.bias, plain))
         self.model = model if self.dtype == next(source.parameters()).dtype else model.to(self.dtype)
         self.build_seconds = time.perf_counter() - start
-        self.compiled = compile and compile_blocks(self.model) > 0
+        self.compiled = compile_transformer(self.model, compile)
         self._view = copy.copy(policy)
         self._view.transformer = self.model
         if hasattr(self._view, "dtype"):  # diffusers policies cast their inputs to `dtype`

@@ -76,6 +76,14 @@ def cpu_description() -> tuple[str, frozenset[str]]:
     return name, frozenset(flags)
 
 
+def cpu_label() -> str:
+    """The CPU's name and its matrix extensions, as figures should name the machine they came from."""
+    name, flags = cpu_description()
+    matrix = [label for flag, label in (("amx_bf16", "AMX-BF16"), ("amx_int8", "AMX-INT8"), ("avx512_bf16", "AVX512-BF16"),
+                                        ("avx512_vnni", "AVX512-VNNI"), ("avx2", "AVX2")) if flag in flags]
+    return f"{name} ({', '.join(matrix) or 'no AVX2'})"
+
+
 def _cpu_support(dtype: str) -> str:
     """How this CPU runs bf16 / int8 matrix products: in hardware, or without matrix support."""
     name, flags = cpu_description()
