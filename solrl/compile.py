@@ -4,8 +4,8 @@
   stack shares one graph, compile time stays that of one block per stack, and the Python around the
   blocks (embedders, the samplers) stays eager: the choice for large models on a GPU.
 - "model": the whole transformer as one graph. On a small model the eager Python between blocks
-  (embedders, peft's adapter dispatch) is a large share of the time: measured on the toy (2-core
-  EPYC, docs/compile.md) whole-model compilation gave 1.37x where blocks gave 1.20x.
+  (embedders, peft's adapter dispatch) is a large share of the time: on the toy policy's rollouts
+  (docs/compile.md, 2-core AVX512-BF16 EPYC) whole-model compilation gave 1.40x where blocks gave 1.25x.
 Weights are read as graph inputs, so changing them in place (an engine sync, an optimizer step)
 does not recompile (tests count compilations with a counting backend in `BACKEND`'s place).
 """

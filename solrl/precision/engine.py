@@ -12,10 +12,10 @@ import time
 import torch
 from peft.tuners.lora import LoraLayer
 
+from ..compile import compile_transformer
 from ..models.explore_layers import EXPLORE_LAYERS, hidden_width
 from ..models.lora import ROLLOUT
 from ..sharding import full
-from ..compile import compile_transformer
 from .linear import QuantLinear, QuantReport, Recipe, get_recipe, select_kernel, should_quantize
 
 log = logging.getLogger("solrl.precision")
