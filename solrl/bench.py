@@ -26,17 +26,55 @@ def time_to_reach(history: list[dict], target: float) -> float | None:
     return next((e["wall_seconds"] for e in history if e["mean_score"] >= target), None)
 
 
-def run_convergence(minutes: float, out_dir: str, families: list[str], overrides: list[str] = (), skip_existing: bool = False) -> dict:
+def mean_interval(values, confidence: float = 0.95) -> tuple[float, float]:
+    """Mean and the half-width of its Student-t confidence interval (nan for a single value)."""
+    from scipy import stats
+
+    v = np.asarray(values, dtype=float)
+    if v.size < 2:
+        return float(v.mean()), float("nan")
+    return float(v.mean()), float(stats.t.ppf(0.5 + confidence / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
+
+
+def aggregate_seeds(histories: list[list[dict]]) -> list[dict]:
+    """Evaluation histories of several seeds -> one: per evaluation (same iterations, cut to the shortest
+    run), the mean of every number and, for the scores, `<key>_ci`: the 95% interval's half-width."""
+    rows = []
+    for evals in zip(*histories):
+        row = {"iteration": evals[0].get("iteration"), "seeds": len(evals)}
+        for key in evals[0]:
+            values = [e.get(key) for e in evals]
+            if key != "iteration" and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+                row[key], half = mean_interval(values)
+                if key in ("mean_score", "strict_accuracy", "gold_accuracy", "world_likeness"):
+                    row[f"{key}_ci"] = half
+        rows.append(row)
+    return rows
+
+
+def run_convergence(minutes: float, out_dir: str, families: list[str], overrides: list[str] = (), skip_existing: bool = False,
+                    seeds: int = 1) -> dict:
+    """Each family's preset under the budget, once per seed (`seed=0..seeds-1`); with several seeds the
+    evaluation history is their mean with 95% intervals (aggregate_seeds), the train logs pooled."""
     from .trainer import Trainer
 
     out = Path(out_dir)
     results = {}
     for family in families:
-        run_dir = out / family
-        if not (skip_existing and (run_dir / "summary.json").exists()):
-            cfg = load_config(FAMILY_PRESETS[family], [f"out_dir={run_dir}", f"train.time_budget_minutes={minutes}", *overrides])
-            Trainer(cfg, quiet=True).train()
-        results[family] = {"eval": read_jsonl(run_dir / "eval.jsonl"), "train": read_jsonl(run_dir / "train.jsonl")}
+        runs = []
+        for seed in range(seeds):
+            run_dir = out / family if seeds == 1 else out / f"{family}__seed{seed}"
+            if not (skip_existing and (run_dir / "summary.json").exists()):
+                cfg = load_config(FAMILY_PRESETS[family], [f"out_dir={run_dir}", f"train.time_budget_minutes={minutes}",
+                                                           f"seed={seed}", *overrides])
+                Trainer(cfg, quiet=True).train()
+            runs.append({"eval": read_jsonl(run_dir / "eval.jsonl"), "train": read_jsonl(run_dir / "train.jsonl")})
+        if seeds == 1:
+            results[family] = runs[0]
+        else:
+            results[family] = {"eval": aggregate_seeds([r["eval"] for r in runs]),
+                               "train": [t for r in runs for t in r["train"]],
+                               "final_by_seed": [r["eval"][-1]["mean_score"] for r in runs]}
     return results
 
 
@@ -50,6 +88,7 @@ def convergence_table(results: dict) -> list[dict]:
         iteration = float(np.median([t["seconds_iteration"] for t in train]))
         reach = time_to_reach(r["eval"], target) if target is not None else None
         rows.append({"family": family, "iterations": r["eval"][-1]["iteration"], "final_heldout": r["eval"][-1]["mean_score"],
+                     "final_heldout_ci": r["eval"][-1].get("mean_score_ci"), "final_by_seed": r.get("final_by_seed"),
                      "final_gold": r["eval"][-1].get("gold_accuracy"), "min_world_likeness": min(
                          (e["world_likeness"] for e in r["eval"] if "world_likeness" in e), default=None),
                      "rollout_seconds_per_iteration": rollout, "seconds_per_iteration": iteration,
@@ -78,14 +117,28 @@ def write_convergence_report(results: dict, out_dir: str, command: str) -> Path:
         "| family | iterations | final held-out | final gold | lowest world-likeness | rollout s/iter | s/iter | rollout speed-up vs naive_scaling | s to diffusionnft's final | convergence speed-up |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    base = next((r for r in rows if r["family"] == "diffusionnft"), None)
     for r in rows:
-        lines.append(f"| {r['family']} | {r['iterations']} | {r['final_heldout']:.3f} | {fmt(r['final_gold'], 3)} | "
+        final = f"{r['final_heldout']:.3f}"
+        if r.get("final_heldout_ci") is not None:
+            final += f" ± {r['final_heldout_ci']:.3f} ({separation(r, base)})" if base and r is not base else f" ± {r['final_heldout_ci']:.3f}"
+        lines.append(f"| {r['family']} | {r['iterations']} | {final} | {fmt(r['final_gold'], 3)} | "
                      f"{fmt(r['min_world_likeness'], 3)} | {r['rollout_seconds_per_iteration']:.1f} | "
                      f"{r['seconds_per_iteration']:.1f} | {fmt(r['rollout_speedup_vs_naive_scaling'])} | "
                      f"{fmt(r['seconds_to_diffusionnft_final'], 0)} | {fmt(r['convergence_speedup_vs_diffusionnft'])} |")
+    if any(r.get("final_heldout_ci") is not None for r in rows):
+        lines += ["", f"Means over {len(rows[0]['final_by_seed'])} seeds (`seed=0..`), ± the 95% Student-t interval's half-width; "
+                  "\"above\" / \"below\" diffusionnft only where the intervals do not overlap, else \"overlap\": no ranking."]
     path = out / "convergence.md"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def separation(row: dict, base: dict) -> str:
+    """Whether `row`'s final interval lies wholly above or below `base`'s, or overlaps it."""
+    lo, hi = row["final_heldout"] - row["final_heldout_ci"], row["final_heldout"] + row["final_heldout_ci"]
+    base_lo, base_hi = base["final_heldout"] - base["final_heldout_ci"], base["final_heldout"] + base["final_heldout_ci"]
+    return "above" if lo > base_hi else "below" if hi < base_lo else "overlap"
 
 
 # ---- objectives x families (`bench convergence --algorithms ...`) --------------------------------

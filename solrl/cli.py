@@ -172,7 +172,9 @@ def cmd_bench(args) -> int:
                                                   args.skip_existing)
         print(bench.write_objective_report(results, args.out, command, args.target).read_text())
         return 0
-    results = run_convergence(args.minutes, args.out, families, args.overrides, args.skip_existing)
+    if args.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    results = run_convergence(args.minutes, args.out, families, args.overrides, args.skip_existing, args.seeds)
     print(write_convergence_report(results, args.out, command).read_text())
     return 0
 
@@ -253,6 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--families", nargs="+", default=None, help="subset of diffusionnft naive_scaling naive_quant sol_rl")
     p.add_argument("--out", default="runs/convergence", help="directory for the runs, convergence.png/.md/.json")
     p.add_argument("--skip-existing", action="store_true", help="reuse finished runs found in --out")
+    p.add_argument("--seeds", type=int, default=3,
+                   help="runs per family (seed=0..N-1); means with 95%% intervals when N > 1 (default 3)")
     p.add_argument("--algorithms", nargs="+", default=None,
                    help="objectives to compare, e.g. nft,flow_grpo,awm (each run on every --families, default "
                         "diffusionnft and sol_rl: without and with two-stage exploration)")

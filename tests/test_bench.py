@@ -1,7 +1,10 @@
 """`solrl bench convergence` in its quick mode: it runs all four families and writes its report."""
 import json
 
-from solrl.bench import convergence_table, run_convergence, time_to_reach, write_convergence_report
+import pytest
+from scipy import stats
+
+from solrl.bench import aggregate_seeds, convergence_table, mean_interval, run_convergence, time_to_reach, write_convergence_report
 
 
 def test_time_to_reach():
@@ -23,3 +26,28 @@ def test_quick_convergence_run_writes_table_and_plot(tiny_toy_dir, tmp_path):
     assert next(r for r in rows if r["family"] == "naive_scaling")["rollout_speedup_vs_naive_scaling"] == 1.0
     assert (tmp_path / "convergence.png").stat().st_size > 0 and "sol_rl" in report.read_text()
     assert convergence_table(results) == rows
+
+
+def test_mean_interval_is_the_student_t_interval():
+    mean, half = mean_interval([1.0, 2.0, 3.0])
+    # sd 1, se 1/sqrt(3), t(0.975, 2) = 4.3027: half-width 2.4842
+    assert mean == 2.0 and half == pytest.approx(4.302653 / 3 ** 0.5, rel=1e-5)
+    assert half == pytest.approx(stats.t.interval(0.95, 2, scale=1 / 3 ** 0.5)[1], rel=1e-9)
+    assert mean_interval([0.4])[0] == 0.4
+
+
+def test_several_seeds_give_means_with_intervals(tiny_toy_dir, tmp_path):
+    overrides = [f"model.path={tiny_toy_dir}", "train.iterations=1", "train.prompts_per_iter=1", "train.group_size=2",
+                 "sampling.steps=2", "sampling.batch_size=4", "lora.rank=4", "lora.alpha=8", "eval.max_prompts=2",
+                 "eval.seeds_per_prompt=1", "eval.steps=2", "train.eval_every=1", "reward.name=jpeg_compressibility",
+                 "lora.init=default", "train.lr=1e-2"]
+    results = run_convergence(0.5, str(tmp_path), ["diffusionnft"], overrides, seeds=3)
+    runs = [json.loads(line) for seed in range(3) for line in
+            (tmp_path / f"diffusionnft__seed{seed}" / "eval.jsonl").read_text().splitlines()[-1:]]
+    final = results["diffusionnft"]["eval"][-1]
+    assert final["seeds"] == 3 and final["mean_score"] == pytest.approx(sum(r["mean_score"] for r in runs) / 3)
+    assert final["mean_score_ci"] == pytest.approx(mean_interval([r["mean_score"] for r in runs])[1])
+    assert len({round(r["mean_score"], 6) for r in runs}) > 1  # the seeds differ, so the interval is not trivial
+    report = write_convergence_report(results, str(tmp_path), "test").read_text()
+    assert "±" in report and "3 seeds" in report
+    assert aggregate_seeds([[{"iteration": 0, "mean_score": 0.2}], [{"iteration": 0, "mean_score": 0.4}]])[0]["mean_score"] == pytest.approx(0.3)
