@@ -97,3 +97,16 @@ def test_the_training_reward_is_gamed_where_the_gold_check_is_not():
     truth = np.mean([verify(render_scene(parse_prompt(p), rng), parse_prompt(p)).score for p in PROMPTS])
     gamed = np.mean([verify(giant(parse_prompt(p), rng), parse_prompt(p)).score for p in PROMPTS])
     assert truth > 0.9 and gamed > truth / 2
+
+
+def test_the_gold_score_pays_degenerate_images_under_half_of_ground_truth():
+    """Issue 17's adversarial target for a training reward: every degenerate kind's mean score below
+    half the ground truth's, while ground truth keeps >= 0.95."""
+    from solrl.toyworld.gold import gold_score
+
+    rng = np.random.default_rng(4)
+    truth = np.mean([gold_score(render_scene(parse_prompt(p), rng), parse_prompt(p))[0] for p in PROMPTS])
+    assert truth >= 0.95
+    for kind in KINDS:
+        mean = np.mean([gold_score(kind(parse_prompt(p), rng), parse_prompt(p))[0] for p in PROMPTS])
+        assert mean < truth / 2, (kind.__name__, mean)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from ..images import to_uint8_nhwc
-from ..toyworld.gold import gold_check, world_likeness
+from ..toyworld.gold import gold_check, gold_score, world_likeness
 from ..toyworld.grammar import parse_prompt
 from ..toyworld.verifier import verify
 from .base import REWARDS, Reward, RewardResult
@@ -28,5 +28,23 @@ class GenevalReward(Reward):
             torch.tensor([v.score for v in verdicts]),
             {"strict": torch.tensor([float(v.strict) for v in verdicts]),
              "gold": torch.tensor([float(gold_check(img, scene).correct) for img, scene in zip(pixels, scenes)]),
+             "world_like": torch.tensor([float(world_likeness(img)) for img in pixels])},
+        )
+
+
+@REWARDS.register("geneval_gold")
+class GenevalGoldReward(Reward):
+    """The gold check's continuous score (toyworld/gold.py: gold_score) as the training reward; `strict`
+    is the gold check itself. Degenerate images score under half a ground-truth render (tests/test_gold.py)."""
+
+    name = "geneval_gold"
+
+    def score(self, images, prompts):
+        scenes = [parse_prompt(p) for p in prompts]
+        pixels = to_uint8_nhwc(images)
+        gold = [float(gold_check(img, scene).correct) for img, scene in zip(pixels, scenes)]
+        return RewardResult(
+            torch.tensor([gold_score(img, scene)[0] for img, scene in zip(pixels, scenes)]),
+            {"strict": torch.tensor(gold), "gold": torch.tensor(gold),
              "world_like": torch.tensor([float(world_likeness(img)) for img in pixels])},
         )

@@ -21,7 +21,7 @@ import numpy as np
 
 from .grammar import BACKGROUND, Scene, parse_prompt
 from .render import COUNT_SIZE, RELATION_SIZE
-from .verifier import COLOR_TOLERANCE, DetectedObject, _relation_offset, describe, palette_components
+from .verifier import COLOR_TOLERANCE, RELATION_FULL_CREDIT, DetectedObject, _relation_offset, describe, palette_components
 
 SIZE_SLACK = 2            # px around the renderer's object-size range
 SQUARE_SLACK = 2          # |height - width| of a rendered object's box (triangles and circles too)
@@ -72,39 +72,78 @@ def _dirt(image: np.ndarray, kept: list[np.ndarray]) -> float:
     return float((~background & ~covered).mean())
 
 
+def _wanted(scene: Scene):
+    return [scene.first] * scene.count if scene.second is None else [scene.first, scene.second]
+
+
+def _assign(found, wanted) -> list[tuple]:
+    """Each asked object with the detected object of its colour that best matches its shape, taken in
+    turn (two asked objects of one colour differ in shape); (spec, None, None) when none is left."""
+    pool, pairs = list(found), []
+    for spec in wanted:
+        mine = [om for om in pool if om[0].color == spec.color]
+        if not mine:
+            pairs.append((spec, None, None))
+            continue
+        obj, mask = max(mine, key=lambda om: om[0].shape_iou[spec.shape])
+        pool = [om for om in pool if om[0] is not obj]
+        pairs.append((spec, obj, mask))
+    return pairs
+
+
 def gold_check(image: np.ndarray, scene: Scene) -> GoldVerdict:
     """Every rule of the module docstring, for a uint8 [H, W, 3] image and its scene."""
     found = _objects_with_masks(image)
-    sizes = _size_range(scene)
-    wanted = [scene.first] * scene.count if scene.second is None else [scene.first, scene.second]
+    sizes, wanted = _size_range(scene), _wanted(scene)
     failures = []
     asked_colors = {spec.color for spec in wanted}
     strays = [o for o, _ in found if o.color not in asked_colors]
     if strays:
         failures.append(f"{len(strays)} object(s) of colours not asked for")
-    kept, picked = [], []
     for color in sorted(asked_colors):
-        specs = [s for s in wanted if s.color == color]
-        mine = [(o, m) for o, m in found if o.color == color]
-        if len(mine) != len(specs):
-            failures.append(f"{len(mine)} {color} object(s), asked {len(specs)}")
-            continue
-        # one object per spec: the best shape match first (two specs of one colour differ in shape)
-        for spec in specs:
-            obj, mask = max(mine, key=lambda om: om[0].shape_iou[spec.shape])
-            mine = [om for om in mine if om[0] is not obj]
-            failures += _object_failures(obj, spec.shape, sizes)
-            kept.append(mask)
-            picked.append((spec, obj))
-    dirt = _dirt(image, kept)
+        mine, asked = sum(o.color == color for o, _ in found), sum(s.color == color for s in wanted)
+        if mine != asked:
+            failures.append(f"{mine} {color} object(s), asked {asked}")
+    pairs = [pair for pair in _assign(found, wanted) if pair[1] is not None]
+    for spec, obj, _ in pairs:
+        failures += _object_failures(obj, spec.shape, sizes)
+    dirt = _dirt(image, [mask for _, _, mask in pairs])
     if dirt > MAX_DIRT:
         failures.append(f"{dirt:.1%} of the canvas is stray paint")
-    if scene.second is not None and len(picked) == 2 and not failures:
-        first = next(o for s, o in picked if s == scene.first)
-        second = next(o for s, o in picked if s == scene.second and o is not first)
+    if scene.second is not None and len(pairs) == 2 and not failures:
+        (_, first, _), (_, second, _) = pairs
         if _relation_offset(scene.relation, first, second) < MIN_RELATION_OFFSET:
             failures.append(f"the {scene.first.phrase()} is not {scene.relation} the {scene.second.phrase()}")
     return GoldVerdict(not failures, failures)
+
+
+def _size_factor(obj: DetectedObject, sizes: tuple[int, int]) -> float:
+    """1 for a box of the world's size and about square, falling to 0 six pixels beyond either."""
+    h, w = obj.box
+    excess = max(sizes[0] - min(h, w), max(h, w) - sizes[1], 0)
+    return max(0.0, 1 - excess / 6) * max(0.0, 1 - max(0, abs(h - w) - SQUARE_SLACK) / 6)
+
+
+def gold_score(image: np.ndarray, scene: Scene) -> tuple[float, dict[str, float]]:
+    """A continuous score with the gold check's rules, to train on: the asked objects' credit (shape
+    credit x size factor; 0 when missing) gates the rest, so nothing earns much without objects of the
+    world's size and shape: score = objects x (count or relation + clean background) / 2, where count is
+    full only when exact and the background credit falls to 0 at 10% stray paint."""
+    found = _objects_with_masks(image)
+    sizes, wanted = _size_range(scene), _wanted(scene)
+    pairs = _assign(found, wanted)
+    objects = float(np.mean([obj.shape_credit(spec.shape) * _size_factor(obj, sizes) if obj else 0.0
+                             for spec, obj, _ in pairs]))
+    if scene.second is None:
+        n, mine = scene.count, sum(o.color == scene.first.color for o, _ in found)
+        layout = 1.0 if mine == n else max(0.0, 1 - abs(mine - n) / n) / 2
+    else:
+        (_, first, _), (_, second, _) = pairs
+        offset = _relation_offset(scene.relation, first, second) if first and second else 0.0
+        layout = float(np.clip(offset / RELATION_FULL_CREDIT, 0, 1))
+    clean = float(np.clip(1 - _dirt(image, [m for _, obj, m in pairs if obj]) / 0.10, 0, 1))
+    parts = {"objects": objects, "count" if scene.second is None else "relation": layout, "clean": clean}
+    return objects * (layout + clean) / 2, parts
 
 
 def gold_check_prompt(image: np.ndarray, prompt: str) -> GoldVerdict:
