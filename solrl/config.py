@@ -32,7 +32,11 @@ class ModelConfig:
     offload: bool = False            # text encoders and VAE stay on the CPU, visiting `device` only while used
     vae_tiling: bool = False         # decode in tiles (large images on small GPUs)
     options: dict[str, typing.Any] = field(default_factory=dict)  # family extras: max_sequence_length, embedded_guidance
-    compile: str = "eager"           # torch.compile the policy (rollouts, regeneration, training): eager | blocks | model (solrl/compile.py)
+    compile: str | bool = "eager"    # torch.compile the policy (rollouts, regeneration, training): eager | blocks | model (solrl/compile.py)
+
+    def __post_init__(self):  # true / false (YAML's reading of on / off) mean blocks / eager
+        if isinstance(self.compile, bool):
+            self.compile = "blocks" if self.compile else "eager"
 
 
 @dataclass
@@ -127,8 +131,12 @@ class RolloutConfig:
     explore_precision: str = "auto"  # explore recipe: auto (bf16 where native, else fp32) | fp32 | bf16 | int8 | fp8 | mxfp8 | mxfp4 | nvfp4 ...
     explore_steps: int = 6           # explore step budget (paper: 6; full budget = sampling.steps)
     selection: str = "best_worst"    # best_worst | random | mean_deviation | extremes_random
-    compile: str = "eager"           # torch.compile the explore engine: eager | blocks | model (quantization fused with its neighbours)
     explore_layers: str = "reference"  # reference (keep in bf16 what the Sol-RL reference keeps, per family) | all
+    compile: str | bool = "eager"    # torch.compile the explore engine: eager | blocks | model (quantization fused with its neighbours)
+
+    def __post_init__(self):
+        if isinstance(self.compile, bool):
+            self.compile = "blocks" if self.compile else "eager"
 
 
 @dataclass

@@ -110,3 +110,19 @@ def test_the_gold_score_pays_degenerate_images_under_half_of_ground_truth():
     for kind in KINDS:
         mean = np.mean([gold_score(kind(parse_prompt(p), rng), parse_prompt(p))[0] for p in PROMPTS])
         assert mean < truth / 2, (kind.__name__, mean)
+
+
+@pytest.mark.parametrize("run", ["naive_quant_nvfp4_18it", "naive_quant_fp32_6step_18it"])
+def test_real_collapsed_samples_fail_the_gold_check(run):
+    """Held-out samples (89 prompts, one seed) saved from two collapsed runs of 2026-11-30
+    (docs/reference-alignment.md): textured blobs and smeared blocks whose training reward had risen
+    (0.348 -> 0.428) or fallen (-> 0.176)."""
+    from pathlib import Path
+
+    from solrl.toyworld.gold import gold_score
+
+    saved = np.load(Path(__file__).parent / "data" / "collapsed_samples.npz")
+    prompts, images = [str(p) for p in saved["prompts"]], saved[run]
+    assert len(prompts) == len(images) == len(PROMPTS)
+    assert not any(gold_check(img, parse_prompt(p)).correct for img, p in zip(images, prompts))
+    assert np.mean([gold_score(img, parse_prompt(p))[0] for img, p in zip(images, prompts)]) < 0.5
