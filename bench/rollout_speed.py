@@ -46,11 +46,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--config", default="configs/toy_sol_rl.yaml")
     parser.add_argument("--prompts", type=int, default=8, help="prompt groups per rollout (the preset's 8)")
+    parser.add_argument("overrides", nargs="*", help="dotted config overrides, e.g. rollout.explore_precision=int8")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--out", default="docs/compile.md")
     parser.add_argument("--json", default="docs/compile.json")
     args = parser.parse_args()
-    cfg = load_config(args.config)
+    cfg = load_config(args.config, args.overrides)
     reward = build_reward(cfg.reward.name)
     prompts = load_prompts("train")[: args.prompts]
     n, k, s = cfg.rollout.explore_seeds, cfg.train.group_size, cfg.sampling
@@ -92,10 +93,11 @@ def main() -> None:
     lines = [
         "# Compiled rollouts on the CPU (toy world)", "",
         f"Measured {figures['date']} on {figures['machine']}.",
-        f"Command: `.venv/bin/python bench/rollout_speed.py --reps {args.reps} --prompts {len(prompts)}` "
+        f"Command: `.venv/bin/python bench/rollout_speed.py --reps {args.reps} --prompts {len(prompts)} "
+        f"--out {args.out} --json {args.json}{''.join(' ' + o for o in args.overrides)}` "
         f"({args.config}: N {n}, K {k}, {s.steps} full steps, explore {engine.recipe.name} ({engine.kernel.name}) at "
         f"{cfg.rollout.explore_steps} steps); medians of {args.reps} interleaved rounds, generation seconds per rollout "
-        "(reward excluded). Raw figures: docs/compile.json.", "",
+        f"(reward excluded). Raw figures: {args.json}.", "",
         "| rollout | eager s | blocks s | model s | blocks speed-up | model speed-up |", "|---|---|---|---|---|---|",
         *[f"| {family} | {med[('eager', family)]:.2f} | {med[('blocks', family)]:.2f} | {med[('model', family)]:.2f} | "
           f"{ratios[f'blocks_over_eager.{family}']:.2f}x | {ratios[f'model_over_eager.{family}']:.2f}x |" for family in specs],
