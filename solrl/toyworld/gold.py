@@ -10,8 +10,9 @@ A metric beside the training reward, never trained on, with rules a degenerate i
 - relation scenes: the first object at least 2 px on the asked side of the second.
 `world_likeness` is the image-level part alone (object sizes and background, whatever the prompt):
 samples that stop looking like the world show there even when the reward rises.
+`gold_score` is the same rules as a continuous score one can train on (`reward.name=geneval_gold`).
 Ground-truth renders pass (tests/test_gold.py: >= 0.95); giant objects, filled canvases, noise,
-stripes, blank canvases and wrong sizes never do.
+stripes, blank canvases, wrong sizes and real collapsed samples never do.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import numpy as np
 
 from .grammar import BACKGROUND, Scene, parse_prompt
 from .render import COUNT_SIZE, RELATION_SIZE
-from .verifier import COLOR_TOLERANCE, RELATION_FULL_CREDIT, DetectedObject, _relation_offset, describe, palette_components
+from .verifier import COLOR_TOLERANCE, RELATION_FULL_CREDIT, DetectedObject, relation_offset, describe, palette_components
 
 SIZE_SLACK = 2            # px around the renderer's object-size range
 SQUARE_SLACK = 2          # |height - width| of a rendered object's box (triangles and circles too)
@@ -112,7 +113,7 @@ def gold_check(image: np.ndarray, scene: Scene) -> GoldVerdict:
         failures.append(f"{dirt:.1%} of the canvas is stray paint")
     if scene.second is not None and len(pairs) == 2 and not failures:
         (_, first, _), (_, second, _) = pairs
-        if _relation_offset(scene.relation, first, second) < MIN_RELATION_OFFSET:
+        if relation_offset(scene.relation, first, second) < MIN_RELATION_OFFSET:
             failures.append(f"the {scene.first.phrase()} is not {scene.relation} the {scene.second.phrase()}")
     return GoldVerdict(not failures, failures)
 
@@ -139,7 +140,7 @@ def gold_score(image: np.ndarray, scene: Scene) -> tuple[float, dict[str, float]
         layout = 1.0 if mine == n else max(0.0, 1 - abs(mine - n) / n) / 2
     else:
         (_, first, _), (_, second, _) = pairs
-        offset = _relation_offset(scene.relation, first, second) if first and second else 0.0
+        offset = relation_offset(scene.relation, first, second) if first and second else 0.0
         layout = float(np.clip(offset / RELATION_FULL_CREDIT, 0, 1))
     clean = float(np.clip(1 - _dirt(image, [m for _, obj, m in pairs if obj]) / 0.10, 0, 1))
     parts = {"objects": objects, "count" if scene.second is None else "relation": layout, "clean": clean}

@@ -93,7 +93,7 @@ class Verdict:
     parts: dict[str, float]  # the partial credits, by name
 
 
-def _relation_offset(relation: str, a: DetectedObject, b: DetectedObject) -> float:
+def relation_offset(relation: str, a: DetectedObject, b: DetectedObject) -> float:
     """Signed distance (px) by which a stands in `relation` to b; positive when it holds."""
     return {
         "left of": b.center[1] - a.center[1],
@@ -127,7 +127,7 @@ def verify(image: np.ndarray, scene: Scene) -> Verdict:
         picked.append(best)
         parts[key] = best.shape_credit(spec.shape) if best else 0.0
     a, b = picked
-    offset = _relation_offset(scene.relation, a, b) if a and b else 0.0
+    offset = relation_offset(scene.relation, a, b) if a and b else 0.0
     parts["relation"] = float(np.clip(offset / RELATION_FULL_CREDIT, 0, 1))
     parts["purity"] = sum(o.area for o in picked if o) / total_area if total_area else 0.0
     strict = bool(a and b and a.shape == scene.first.shape and b.shape == scene.second.shape and offset >= 2)
