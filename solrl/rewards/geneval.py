@@ -8,10 +8,22 @@ from __future__ import annotations
 import torch
 
 from ..images import to_uint8_nhwc
-from ..toyworld.gold import gold_check, gold_score, world_likeness
+from ..toyworld.gold import judge
 from ..toyworld.grammar import parse_prompt
 from ..toyworld.verifier import verify
 from .base import REWARDS, Reward, RewardResult
+
+
+def _judged(images, prompts):
+    """Each image's gold judgement, from one segmentation per image (the verifier reuses it)."""
+    scenes = [parse_prompt(p) for p in prompts]  # refuse prompts outside the grammar up front
+    pixels = to_uint8_nhwc(images)
+    return pixels, scenes, [judge(img, scene) for img, scene in zip(pixels, scenes)]
+
+
+def _gold_parts(judgements) -> dict[str, torch.Tensor]:
+    return {"gold": torch.tensor([float(j.verdict.correct) for j in judgements]),
+            "world_like": torch.tensor([float(j.world_like) for j in judgements])}
 
 
 @REWARDS.register("geneval")
@@ -21,15 +33,10 @@ class GenevalReward(Reward):
     name = "geneval"
 
     def score(self, images, prompts):
-        scenes = [parse_prompt(p) for p in prompts]  # refuse prompts outside the grammar up front
-        pixels = to_uint8_nhwc(images)
-        verdicts = [verify(img, scene) for img, scene in zip(pixels, scenes)]
-        return RewardResult(
-            torch.tensor([v.score for v in verdicts]),
-            {"strict": torch.tensor([float(v.strict) for v in verdicts]),
-             "gold": torch.tensor([float(gold_check(img, scene).correct) for img, scene in zip(pixels, scenes)]),
-             "world_like": torch.tensor([float(world_likeness(img)) for img in pixels])},
-        )
+        pixels, scenes, judgements = _judged(images, prompts)
+        verdicts = [verify(img, scene, j.objects) for img, scene, j in zip(pixels, scenes, judgements)]
+        return RewardResult(torch.tensor([v.score for v in verdicts]),
+                            {"strict": torch.tensor([float(v.strict) for v in verdicts]), **_gold_parts(judgements)})
 
 
 @REWARDS.register("geneval_gold")
@@ -40,11 +47,6 @@ class GenevalGoldReward(Reward):
     name = "geneval_gold"
 
     def score(self, images, prompts):
-        scenes = [parse_prompt(p) for p in prompts]
-        pixels = to_uint8_nhwc(images)
-        gold = [float(gold_check(img, scene).correct) for img, scene in zip(pixels, scenes)]
-        return RewardResult(
-            torch.tensor([gold_score(img, scene)[0] for img, scene in zip(pixels, scenes)]),
-            {"strict": torch.tensor(gold), "gold": torch.tensor(gold),
-             "world_like": torch.tensor([float(world_likeness(img)) for img in pixels])},
-        )
+        _, _, judgements = _judged(images, prompts)
+        parts = _gold_parts(judgements)
+        return RewardResult(torch.tensor([j.score for j in judgements]), {"strict": parts["gold"], **parts})

@@ -92,9 +92,10 @@ def _assign(found, wanted) -> list[tuple]:
     return pairs
 
 
-def gold_check(image: np.ndarray, scene: Scene) -> GoldVerdict:
-    """Every rule of the module docstring, for a uint8 [H, W, 3] image and its scene."""
-    found = _objects_with_masks(image)
+def gold_check(image: np.ndarray, scene: Scene, found=None) -> GoldVerdict:
+    """Every rule of the module docstring, for a uint8 [H, W, 3] image and its scene (`found`: the
+    image's segmentation when the caller already has it)."""
+    found = _objects_with_masks(image) if found is None else found
     sizes, wanted = _size_range(scene), _wanted(scene)
     failures = []
     asked_colors = {spec.color for spec in wanted}
@@ -125,12 +126,12 @@ def _size_factor(obj: DetectedObject, sizes: tuple[int, int]) -> float:
     return max(0.0, 1 - excess / 6) * max(0.0, 1 - max(0, abs(h - w) - SQUARE_SLACK) / 6)
 
 
-def gold_score(image: np.ndarray, scene: Scene) -> tuple[float, dict[str, float]]:
+def gold_score(image: np.ndarray, scene: Scene, found=None) -> tuple[float, dict[str, float]]:
     """A continuous score with the gold check's rules, to train on: the asked objects' credit (shape
     credit x size factor; 0 when missing) gates the rest, so nothing earns much without objects of the
     world's size and shape: score = objects x (count or relation + clean background) / 2, where count is
     full only when exact and the background credit falls to 0 at 10% stray paint."""
-    found = _objects_with_masks(image)
+    found = _objects_with_masks(image) if found is None else found
     sizes, wanted = _size_range(scene), _wanted(scene)
     pairs = _assign(found, wanted)
     objects = float(np.mean([obj.shape_credit(spec.shape) * _size_factor(obj, sizes) if obj else 0.0
@@ -151,12 +152,27 @@ def gold_check_prompt(image: np.ndarray, prompt: str) -> GoldVerdict:
     return gold_check(image, parse_prompt(prompt))
 
 
-def world_likeness(image: np.ndarray) -> bool:
+def world_likeness(image: np.ndarray, found=None) -> bool:
     """Image-level rules only: every object of a rendered size and about square, a clean background."""
-    found = _objects_with_masks(image)
+    found = _objects_with_masks(image) if found is None else found
     low, high = COUNT_SIZE[0] - SIZE_SLACK, RELATION_SIZE[1] + SIZE_SLACK
     for obj, _ in found:
         h, w = obj.box
         if not (low <= h <= high and low <= w <= high) or abs(h - w) > SQUARE_SLACK:
             return False
     return bool(found) and _dirt(image, [m for _, m in found]) <= MAX_DIRT
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """Everything the rewards report about one image, from one segmentation."""
+    verdict: GoldVerdict
+    score: float
+    world_like: bool
+    objects: list[DetectedObject]
+
+
+def judge(image: np.ndarray, scene: Scene) -> Judgement:
+    found = _objects_with_masks(image)
+    return Judgement(gold_check(image, scene, found), gold_score(image, scene, found)[0], world_likeness(image, found),
+                     [obj for obj, _ in found])

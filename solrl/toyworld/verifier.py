@@ -103,11 +103,12 @@ def relation_offset(relation: str, a: DetectedObject, b: DetectedObject) -> floa
     }[relation]
 
 
-def verify(image: np.ndarray, scene: Scene) -> Verdict:
+def verify(image: np.ndarray, scene: Scene, objects: list[DetectedObject] | None = None) -> Verdict:
     """Score = mean of partial credits; each object's credit is its shape credit (0 when absent),
     plus count or relation credit, plus purity: the share of detected object pixels that belong to
-    the prompt's objects, so scattered specks of the right colours earn little."""
-    objects = detect_objects(image)
+    the prompt's objects, so scattered specks of the right colours earn little. `objects`: the
+    image's detect_objects when the caller already has them."""
+    objects = detect_objects(image) if objects is None else objects
     total_area = sum(o.area for o in objects)
     if scene.second is None:
         mine = [o for o in objects if o.color == scene.first.color]
