@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+from .config import compile_scope
 from .sharding import block_lists
 
 COMPILE_SCOPES = ("eager", "blocks", "model")  # "eager": not compiled ("off" would read as false in YAML)
@@ -22,7 +23,7 @@ RECOMPILE_LIMIT = 64
 
 def compile_transformer(model: torch.nn.Module, scope: str | bool) -> bool:
     """Compile `model` in place at `scope` (True means "blocks"); returns whether anything was compiled."""
-    scope = "blocks" if scope is True else ("eager" if scope is False else scope)
+    scope = compile_scope(scope)
     if scope not in COMPILE_SCOPES:
         raise ValueError(f"unknown compile scope {scope!r}; choose one of {', '.join(COMPILE_SCOPES)}")
     if scope == "eager":

@@ -19,6 +19,11 @@ class ConfigError(ValueError):
     """A configuration that cannot be used; the message names the key and the fix."""
 
 
+def compile_scope(value: str | bool) -> str:
+    """A compile setting as a scope name: true / false (YAML's reading of on / off) mean blocks / eager."""
+    return ("blocks" if value else "eager") if isinstance(value, bool) else value
+
+
 @dataclass
 class ModelConfig:
     name: str = "toy"                # model family: see solrl.models.MODELS
@@ -34,9 +39,8 @@ class ModelConfig:
     options: dict[str, typing.Any] = field(default_factory=dict)  # family extras: max_sequence_length, embedded_guidance
     compile: str | bool = "eager"    # torch.compile the policy (rollouts, regeneration, training): eager | blocks | model (solrl/compile.py)
 
-    def __post_init__(self):  # true / false (YAML's reading of on / off) mean blocks / eager
-        if isinstance(self.compile, bool):
-            self.compile = "blocks" if self.compile else "eager"
+    def __post_init__(self):
+        self.compile = compile_scope(self.compile)
 
 
 @dataclass
@@ -135,8 +139,7 @@ class RolloutConfig:
     compile: str | bool = "eager"    # torch.compile the explore engine: eager | blocks | model (quantization fused with its neighbours)
 
     def __post_init__(self):
-        if isinstance(self.compile, bool):
-            self.compile = "blocks" if self.compile else "eager"
+        self.compile = compile_scope(self.compile)
 
 
 @dataclass
