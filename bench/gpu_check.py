@@ -8,14 +8,19 @@ sol_rl rollout seconds at the paper's shape; a few sol_rl iterations; one JSON.
 
 The transformer is the released architecture (SD3.5-Medium or SANA-1.6B, built from its config,
 random weights, nothing downloaded) behind tiny text encoders and a small VAE, so the figures are
-the transformer's. Sections, each timed and skipped (with the reason) once `--budget-seconds` is spent:
-- forward: the LoRA policy (peft, unmerged) and each explore recipe with real kernels (bf16, fp8, int8;
-  nvfp4 only where a real kernel exists), eager and compiled (each transformer block by inductor),
-  forward ms and the ratio to the policy's forward at the same compile setting, compile seconds;
-- rollout: one prompt group at the paper's shape (N 96 explored in the fastest real low-precision
-  recipe at 6 steps, K 24 regenerated at 10; naive_scaling samples all 96 at 10), eager and compiled,
-  through solrl's own run_rollout: `rollout.naive_scaling_seconds` and `rollout.sol_rl_seconds`;
-- sol_rl: `--iterations` iterations through solrl.trainer.Trainer with a random-weight CNN reward.
+the transformer's. Sections (a failing one is recorded and the next runs; the JSON is rewritten
+after every step, so a run cut short keeps what it measured):
+- speed, per compile setting (eager, then each transformer block compiled by inductor), on one policy
+  and one engine per recipe, each compiled once and used for both timings:
+  forward ms of the LoRA policy (peft, unmerged) and of each explore recipe with a real kernel (bf16,
+  fp8, int8; nvfp4 only where a real kernel exists; torchao's float8 beside solrl's fp8 where torchao
+  is installed), with the ratio to the policy at the same setting and first-call (compile) seconds;
+  then, with the fastest real low-precision recipe, one prompt group at the paper's shape (N 96
+  explored at 6 steps, K 24 regenerated at 10; naive_scaling samples all 96 at 10) through solrl's
+  own run_rollout: `rollout.naive_scaling_seconds` and `rollout.sol_rl_seconds`. Steps starting after
+  `--speed-budget-seconds` are skipped;
+- sol_rl: `--iterations` iterations through solrl.trainer.Trainer with a random-weight CNN reward;
+  skipped once `--budget-seconds` are spent.
 What the machine lacks (diffusers, peft, a CUDA device) is said up front; docs/gpu-acceptance.md
 gives the offline install from wheels brought along.
 """
@@ -45,21 +50,22 @@ PROMPTS = ["a photo of a red bicycle leaning on a brick wall", "an astronaut rid
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--arch", default="sd35m", help=f"one or more of {', '.join(sorted(REAL_TRANSFORMERS))}, comma-separated")
-    p.add_argument("--arch-sections", default="", help="per-arch sections, e.g. sana16b=forward,sol_rl (default: --sections)")
+    p.add_argument("--arch-sections", default="", help="per-arch sections, e.g. sana16b=sol_rl (default: --sections)")
     p.add_argument("--tiny", action="store_true", help="the tiny test transformer instead (CPU smoke run of this script)")
     p.add_argument("--device", default="cuda")
     p.add_argument("--resolution", type=int, default=1024)
-    p.add_argument("--batch", type=int, default=4, help="images per forward in the forward timing")
+    p.add_argument("--batch", type=int, default=24, help="images per forward in the forward timing (the rollout's)")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--recipes", default="bf16,fp8,int8,nvfp4")
     p.add_argument("--compile", default="eager,compiled", help="compile settings to time: eager, compiled or both")
     p.add_argument("--scope", default="blocks", choices=["blocks", "model"], help="what 'compiled' compiles (solrl/compile.py)")
-    p.add_argument("--sections", default="forward,rollout,sol_rl", help="which sections to run")
+    p.add_argument("--sections", default="speed,sol_rl", help="speed (forward and rollout timings), sol_rl (iterations)")
     p.add_argument("--explore-seeds", type=int, default=96, help="N of the rollout section (the paper's 96)")
     p.add_argument("--group-size", type=int, default=24, help="K of the rollout section (the paper's 24)")
     p.add_argument("--rollout-batch", type=int, default=24, help="images per forward in the rollout section")
     p.add_argument("--iterations", type=int, default=2, help="sol_rl iterations through the trainer")
     p.add_argument("--budget-seconds", type=float, default=420, help="sections starting after this are skipped")
+    p.add_argument("--speed-budget-seconds", type=float, default=330, help="speed steps starting after this are skipped")
     p.add_argument("--out", default="gpu_check.json")
     p.add_argument("--dry-run", action="store_true", help="no model run: size the architecture and print the plan")
     args = p.parse_args(argv)
@@ -72,6 +78,7 @@ def parse_args(argv=None):
     if args.tiny:
         args.resolution = min(args.resolution, 32)
         args.explore_seeds, args.group_size, args.rollout_batch = min(args.explore_seeds, 8), min(args.group_size, 4), 4
+        args.batch = min(args.batch, args.rollout_batch)
     return args
 
 
@@ -167,89 +174,155 @@ def _real_recipes(args) -> tuple[list[str], dict]:
     return real, skipped
 
 
-def forward_speed(args, model_dir: Path) -> dict:
-    """Per compile setting: the LoRA policy's forward ms, then each real recipe's and its ratio to it."""
-    from solrl.models.lora import ROLLOUT, adapter
+def _torchao_missing() -> str | None:
+    import importlib.util
+
+    return None if importlib.util.find_spec("torchao") else "torchao is not installed (bench/gpu_wheels.txt)"
+
+
+def _engine(args, policy, name: str, compiled: bool, fp8_layers: list[str]):
+    """The explore engine of recipe `name`; "fp8_torchao" is torchao's float8 (dynamic rowwise
+    activation scales) on the layers solrl's fp8 engine quantizes, for the library-vs-own comparison."""
+    from solrl.compile import compile_transformer
     from solrl.precision.engine import ExploreEngine
 
+    scope = args.scope if compiled else "eager"
+    if name != "fp8_torchao":
+        return ExploreEngine(policy, name, compile=scope), None
+    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, quantize_
+
+    engine = ExploreEngine(policy, "bf16")   # plain bf16 linear layers on the merged weights
+    keep = set(fp8_layers)
+    # torchao's own inductor settings would change every later measurement: left off, as for solrl's
+    config = Float8DynamicActivationFloat8WeightConfig(granularity=PerRow(), set_inductor_config=False)
+    quantize_(engine.model, config, filter_fn=lambda m, fqn: isinstance(m, torch.nn.Linear) and fqn in keep)
+    compile_transformer(engine.model, scope)
+    return engine, f"torchao {__import__('torchao').__version__} Float8DynamicActivationFloat8Weight PerRow"
+
+
+def _time_engine(args, policy, name, compiled, inputs, v_ref, ref_ms, fp8_layers):
+    start = time.perf_counter()
+    engine, kernel = _engine(args, policy, name, compiled, fp8_layers)
+    build = time.perf_counter() - start
+    x, t, cond = inputs
+    with torch.no_grad():
+        first = _first_call(lambda: engine.velocity(x, t, cond), args.device)
+        err = float((engine.velocity(x, t, cond).float() - v_ref).norm() / v_ref.norm())
+        ms = _timed(lambda: engine.velocity(x, t, cond), args.device, args.reps) * 1000
+    row = {"kernel": kernel or engine.kernel.name, "forward_ms": round(ms, 2), "vs_policy": round(ref_ms / ms, 3),
+           "first_call_s": round(first, 1), "build_s": round(build, 1), "velocity_rel_error": round(err, 5),
+           "quantized_layers": _subclassed_weights(engine.model) if kernel else len(engine.report.quantized)}
+    if not kernel:
+        row.update(sync_ms=round(statistics.median(engine.sync(policy) for _ in range(3)) * 1000, 1),
+                   kept_layers=len(engine.report.skipped))
+    return engine, row
+
+
+def _subclassed_weights(model) -> int:
+    """Linear layers whose weight torchao replaced by a quantized tensor subclass."""
+    return sum(type(m.weight) not in (torch.Tensor, torch.nn.Parameter)
+               for m in model.modules() if isinstance(m, torch.nn.Linear))
+
+
+def _rollout_seconds(args, policy, engine) -> dict:
+    """One prompt group at the paper's shape: naive_scaling's N at full steps vs sol_rl's N explored
+    in `engine` at 6 steps and K regenerated at 10, after a warm-up round at one batch's size."""
+    from solrl.rollout import RolloutSpec, run_rollout
+
+    reward, n, k, b = RandomCNNReward(), args.explore_seeds, args.group_size, args.rollout_batch
+    spec = lambda family, seeds, group: RolloutSpec(family, group, seeds, 10, 6, "euler", 1.0, b, "best_worst")
+    start = time.perf_counter()   # warm-up: every forward, decode and reward shape of the timed rounds
+    run_rollout(policy, reward, [PROMPTS[0]], list(range(b)), spec("sol_rl", b, b), engine)
+    out = {"warm_up_seconds": round(time.perf_counter() - start, 1)}
+    for family in ("naive_scaling", "sol_rl"):
+        _sync(args.device)
+        out[family] = round(run_rollout(policy, reward, [PROMPTS[0]], list(range(n)), spec(family, n, k), engine)
+                            .seconds["rollout"], 2)
+    return out
+
+
+def _error(exc: BaseException) -> dict:
+    import traceback
+
+    return {"error": f"{type(exc).__name__}: {exc}"[:500], "where": traceback.format_exc().splitlines()[-3][:300]}
+
+
+def speed(args, model_dir: Path, deadline: float, save) -> dict:
+    """Per compile setting, on one policy and one engine per recipe (compiled once, used for both):
+    the forward ms of the LoRA policy and of each recipe, and the rollout seconds of naive_scaling and
+    sol_rl with the fastest real low-precision recipe. Recipes starting after `deadline` are skipped;
+    a failing recipe is recorded and the run goes on; `save(partial)` after each step."""
     real, skipped = _real_recipes(args)
-    results = {}
+    explore = next((r for r in ("nvfp4", "fp8", "int8", "bf16") if r in real), None)
+    order = ([explore] if explore else []) + [r for r in real if r != explore]
+    if "fp8" in real:
+        missing = _torchao_missing()
+        (order.append("fp8_torchao") if missing is None else skipped.__setitem__("fp8_torchao", {"skipped": missing}))
+    n, k = args.explore_seeds, args.group_size
+    forward: dict = {}
+    rollout = {"explore_recipe": explore, "N": n, "K": k, "full_steps": 10, "explore_steps": 6,
+               "batch": args.rollout_batch, "resolution": args.resolution,
+               "naive_scaling_seconds": {}, "sol_rl_seconds": {}, "warm_up_seconds": {}}
+    result = {"forward": forward, "rollout": rollout}
     for mode in args.compile.split(","):
+        if time.perf_counter() > deadline:
+            forward[mode] = {"skipped": "the run's budget was spent"}
+            continue
         compiled = mode == "compiled"
         policy = _policy(args, model_dir, compiled)
         prompts = [PROMPTS[i % len(PROMPTS)] for i in range(args.batch)]
         g = torch.Generator().manual_seed(0)
         x = torch.randn(args.batch, *policy.sample_shape, generator=g).to(args.device)
         t = torch.full((args.batch,), 0.7, device=args.device)
-        cond = policy.encode_prompts(prompts)
+        inputs = (x, t, policy.encode_prompts(prompts))
+        from solrl.models.lora import ROLLOUT, adapter
+
         with torch.no_grad(), adapter(policy.transformer, ROLLOUT):
-            first = _first_call(lambda: policy.velocity(x, t, cond), args.device)
-            v_ref = policy.velocity(x, t, cond).float()
-            ref_ms = _timed(lambda: policy.velocity(x, t, cond), args.device, args.reps) * 1000
-        row = {"lora_policy": {"forward_ms": round(ref_ms, 2), "first_call_s": round(first, 1),
-                               "kernel": f"peft LoRA unmerged, {policy.dtype}"}, **skipped}
-        for name in real:
-            start = time.perf_counter()
-            engine = ExploreEngine(policy, name, compile=args.scope if compiled else "eager")
-            build = time.perf_counter() - start
-            with torch.no_grad():
-                first = _first_call(lambda: engine.velocity(x, t, cond), args.device)
-                err = float((engine.velocity(x, t, cond).float() - v_ref).norm() / v_ref.norm())
-                ms = _timed(lambda: engine.velocity(x, t, cond), args.device, args.reps) * 1000
-            sync = statistics.median(engine.sync(policy) for _ in range(3))
-            row[name] = {"kernel": engine.kernel.name, "forward_ms": round(ms, 2), "vs_policy": round(ref_ms / ms, 3),
-                         "first_call_s": round(first, 1), "build_s": round(build, 1), "sync_ms": round(sync * 1000, 1),
-                         "velocity_rel_error": round(err, 5), "quantized_layers": len(engine.report.quantized),
-                         "kept_layers": len(engine.report.skipped)}
-            print(f"forward {mode} {name}: {row[name]}")
+            first = _first_call(lambda: policy.velocity(*inputs), args.device)
+            v_ref = policy.velocity(*inputs).float()
+            ref_ms = _timed(lambda: policy.velocity(*inputs), args.device, args.reps) * 1000
+        row = forward[mode] = {"lora_policy": {"forward_ms": round(ref_ms, 2), "first_call_s": round(first, 1),
+                                               "kernel": f"peft LoRA unmerged, {policy.dtype}"}, **skipped}
+        print(f"forward {mode} lora_policy: {row['lora_policy']}")
+        fp8_layers: list[str] = []
+        for name in order:
+            if time.perf_counter() > deadline:
+                row[name] = {"skipped": "the run's budget was spent"}
+                continue
+            engine = None
+            try:
+                engine, row[name] = _time_engine(args, policy, name, compiled, inputs, v_ref, ref_ms, fp8_layers)
+                if name == "fp8":
+                    fp8_layers = list(engine.report.quantized)
+                print(f"forward {mode} {name}: {row[name]}")
+                if name == explore:
+                    seconds = _rollout_seconds(args, policy, engine)
+                    rollout["warm_up_seconds"][mode] = seconds["warm_up_seconds"]
+                    for family in ("naive_scaling", "sol_rl"):
+                        rollout[f"{family}_seconds"][mode] = seconds[family]
+                    print(f"rollout {mode}: {seconds}")
+            except Exception as exc:  # one recipe's failure must not lose the rest of a paid-for GPU run
+                row[name] = _error(exc)
+                print(f"forward {mode} {name} failed: {row[name]}")
             del engine
             _empty_cache(args.device)
-        results[mode] = row
-        print(f"forward {mode} lora_policy: {row['lora_policy']}")
+            save(result)
         del policy
         _empty_cache(args.device)
-    eager, compiled = results.get("eager", {}), results.get("compiled", {})
-    if "forward_ms" in eager.get("lora_policy", {}) and compiled:
-        results["compiled_engine_vs_eager_policy"] = {
+    eager, compiled_row = forward.get("eager", {}), forward.get("compiled", {})
+    if "forward_ms" in eager.get("lora_policy", {}) and compiled_row:
+        forward["compiled_engine_vs_eager_policy"] = {
             name: round(eager["lora_policy"]["forward_ms"] / r["forward_ms"], 3)
-            for name, r in compiled.items() if isinstance(r, dict) and "forward_ms" in r and name != "lora_policy"}
-    return results
-
-
-def rollout_speed(args, model_dir: Path) -> dict:
-    """One prompt group at the paper's shape through run_rollout, per compile setting: generation seconds."""
-    from solrl.precision.engine import ExploreEngine
-    from solrl.rollout import RolloutSpec, run_rollout
-
-    real, _ = _real_recipes(args)
-    order = [r for r in ("nvfp4", "fp8", "int8", "bf16") if r in real]
-    if not order:
-        return {"skipped": "no explore recipe with a real kernel on this device"}
-    recipe, reward = order[0], RandomCNNReward()
-    n, k = args.explore_seeds, args.group_size
-    seconds = {"naive_scaling_seconds": {}, "sol_rl_seconds": {}, "first_round_seconds": {}}
-    for mode in args.compile.split(","):
-        policy = _policy(args, model_dir, mode == "compiled")
-        engine = ExploreEngine(policy, recipe, compile=args.scope if mode == "compiled" else "eager")
-        specs = {family: RolloutSpec(family, k, n, 10, 6, "euler", 1.0, args.rollout_batch, "best_worst")
-                 for family in ("naive_scaling", "sol_rl")}
-        start = time.perf_counter()
-        for spec in specs.values():  # first round: compilation, autotuning, allocator warm-up
-            run_rollout(policy, reward, [PROMPTS[0]], list(range(n)), spec, engine)
-        seconds["first_round_seconds"][mode] = round(time.perf_counter() - start, 1)
-        for family, spec in specs.items():
-            _sync(args.device)
-            batch = run_rollout(policy, reward, [PROMPTS[0]], list(range(n)), spec, engine)
-            seconds[f"{family}_seconds"][mode] = round(batch.seconds["rollout"], 2)
-        print(f"rollout {mode}: naive_scaling {seconds['naive_scaling_seconds'][mode]} s, sol_rl {seconds['sol_rl_seconds'][mode]} s")
-        del policy, engine
-        _empty_cache(args.device)
-    ns, sr = seconds["naive_scaling_seconds"], seconds["sol_rl_seconds"]
-    ratios = {f"sol_rl_over_naive_scaling.{m}": round(ns[m] / sr[m], 3) for m in sr}
+            for name, r in compiled_row.items() if isinstance(r, dict) and "forward_ms" in r and name != "lora_policy"}
+    if "forward_ms" in compiled_row.get("bf16", {}):
+        forward["compiled_engine_vs_compiled_bf16_engine"] = {
+            name: round(compiled_row["bf16"]["forward_ms"] / r["forward_ms"], 3)
+            for name, r in compiled_row.items() if isinstance(r, dict) and "forward_ms" in r and name != "lora_policy"}
+    ns, sr = rollout["naive_scaling_seconds"], rollout["sol_rl_seconds"]
+    rollout["ratios"] = {f"sol_rl_over_naive_scaling.{m}": round(ns[m] / sr[m], 3) for m in sr if m in ns}
     if "eager" in ns and "compiled" in sr:
-        ratios["compiled_sol_rl_over_eager_naive_scaling"] = round(ns["eager"] / sr["compiled"], 3)
-    return {"explore_recipe": recipe, "N": n, "K": k, "full_steps": 10, "explore_steps": 6,
-            "batch": args.rollout_batch, "resolution": args.resolution, **seconds, "ratios": ratios}
+        rollout["ratios"]["compiled_sol_rl_over_eager_naive_scaling"] = round(ns["eager"] / sr["compiled"], 3)
+    return result
 
 
 def _first_call(fn, device) -> float:
@@ -280,11 +353,11 @@ def sol_rl_iterations(args, model_dir: Path, root: Path) -> list[dict]:
         f"model.name={args.family}", f"model.path={model_dir}", f"model.device={args.device}",
         f"model.dtype={'bfloat16' if cuda else 'float32'}", f"model.resolution={args.resolution}",
         f"model.gradient_checkpointing={str(cuda).lower()}", f"out_dir={root / 'run'}", "reward.name=gpu_check_random_cnn",
-        f"sampling.batch_size={args.batch}", "sampling.steps=10", f"train.autocast_bf16={str(cuda).lower()}",
+        f"sampling.batch_size={min(args.batch, 8)}", "sampling.steps=10", f"train.autocast_bf16={str(cuda).lower()}",
         f"lora.target_modules=[{','.join(_family_class(args.family).lora_target_modules)}]",
         "train.prompts_per_iter=2", "train.group_size=4", "train.micro_batch=4", "train.timestep_fraction=0.2",
         f"train.prompts={prompt_file}", f"eval.split={prompt_file}", "rollout.family=sol_rl",
-        f"rollout.explore_seeds={2 * args.batch if not args.tiny else 8}", "rollout.explore_steps=6",
+        f"rollout.explore_seeds={16 if not args.tiny else 8}", "rollout.explore_steps=6",
         f"rollout.explore_precision={recipe}",
     ])
     trainer = Trainer(cfg, quiet=True)
@@ -323,26 +396,35 @@ class RandomCNNReward(Reward):
         return RewardResult(net(images.float() * 2 - 1).squeeze(1).float().cpu())
 
 
-SECTIONS = {"forward": forward_speed, "rollout": rollout_speed}
-
-
-def run_arch(args, arch: str, deadline: float) -> dict:
-    """Every section of one architecture, each skipped once the run's deadline has passed."""
+def run_arch(args, arch: str, report: dict, start: float, save) -> dict:
+    """Every section of one architecture: speed until its own deadline, the rest until the run's;
+    a section that fails is recorded and the next one runs."""
     select_arch(args, arch)
-    report = {"transformer_parameters": parameter_count(args.family, args.transformer), "skipped": {}}
+    mine = report[arch] = {"transformer_parameters": parameter_count(args.family, args.transformer), "skipped": {}}
     with tempfile.TemporaryDirectory(prefix="solrl_gpu_check_") as tmp:
         root = Path(tmp)
         model_dir = build_model_dir(args, root)
         for section in args.sections_of.get(arch, args.sections).split(","):
-            if time.perf_counter() > deadline:
-                report["skipped"][section] = f"the run's budget of {args.budget_seconds:.0f} s was spent"
+            if time.perf_counter() > start + args.budget_seconds:
+                mine["skipped"][section] = f"the run's budget of {args.budget_seconds:.0f} s was spent"
                 continue
             began = time.perf_counter()
-            run = SECTIONS.get(section) or (lambda a, m: sol_rl_iterations(a, m, root))
-            report[section] = run(args, model_dir)
-            report.setdefault("section_seconds", {})[section] = round(time.perf_counter() - began, 1)
+            try:
+                if section == "speed":
+                    def partial(result):
+                        mine.update(result)
+                        save()
+                    mine.update(speed(args, model_dir, start + args.speed_budget_seconds, partial))
+                    report.setdefault("rollout", mine["rollout"])   # the acceptance figures, at the top
+                else:
+                    mine[section] = sol_rl_iterations(args, model_dir, root)
+            except Exception as exc:  # record and go on: the next section may still run
+                mine[section] = _error(exc)
+                print(f"{arch} {section} failed: {mine[section]}")
+            mine.setdefault("section_seconds", {})[section] = round(time.perf_counter() - began, 1)
             _empty_cache(args.device)
-    return report
+            save()
+    return mine
 
 
 def main(argv=None) -> dict:
@@ -350,28 +432,30 @@ def main(argv=None) -> dict:
     plan = {"archs": args.archs, "transformer_parameters": {a: parameter_count(*(
                 ("sd3", TINY_TRANSFORMERS["sd3"]) if a == "tiny" else REAL_TRANSFORMERS[a])) for a in args.archs},
             "resolution": args.resolution, "batch": args.batch, "recipes": args.recipes.split(","),
-            "compile": args.compile.split(","), "sections": args.sections.split(","), "arch_sections": args.sections_of,
-            "rollout": {"N": args.explore_seeds, "K": args.group_size, "batch": args.rollout_batch},
-            "sol_rl_iterations": args.iterations, "budget_seconds": args.budget_seconds, "out": args.out}
+            "compile": args.compile.split(","), "scope": args.scope, "sections": args.sections.split(","),
+            "arch_sections": args.sections_of, "rollout": {"N": args.explore_seeds, "K": args.group_size,
+                                                           "batch": args.rollout_batch},
+            "sol_rl_iterations": args.iterations, "budget_seconds": args.budget_seconds,
+            "speed_budget_seconds": args.speed_budget_seconds, "out": args.out}
     print(json.dumps(plan, indent=2))
     if args.dry_run:
         return {"plan": plan}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     missing = missing_pieces(args.device)
     if missing:
         print("cannot run: this machine lacks " + "; ".join(missing) + ". Offline install: docs/gpu-acceptance.md")
         report = {"plan": plan, "missing": missing}
-        Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+        out.write_text(json.dumps(report, indent=2) + "\n")
         return report
-    report = {"plan": plan, "environment": environment(args.device)}
+    report = {"plan": plan, "environment": environment(args.device), "complete": False}
+    save = lambda: out.write_text(json.dumps(report, indent=2) + "\n")   # after every step: a timeout keeps the rest
     start = time.perf_counter()
     for arch in args.archs:
-        report[arch] = run_arch(args, arch, start + args.budget_seconds)
-        if "rollout" in report[arch] and "rollout" not in report:
-            report["rollout"] = report[arch]["rollout"]   # the acceptance figures, at the top
-    report["seconds_total"] = round(time.perf_counter() - start, 1)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out} ({report['seconds_total']} s)")
+        run_arch(args, arch, report, start, save)
+    report.update(seconds_total=round(time.perf_counter() - start, 1), complete=True)
+    save()
+    print(f"wrote {out} ({report['seconds_total']} s)")
     return report
 
 

@@ -37,7 +37,7 @@ def test_the_whole_acceptance_run_on_a_tiny_model(gpu_check, tmp_path):
     forward = report["tiny"]["forward"]
     assert forward["eager"]["int8"]["vs_policy"] > 0 and forward["compiled"]["int8"]["forward_ms"] > 0
     assert "skipped" in forward["eager"]["nvfp4"]  # no real NVFP4 kernel on a CPU: said, not emulated
-    assert report["tiny"]["sol_rl"][0]["iteration"] == 1 and not report["tiny"]["skipped"]
+    assert report["tiny"]["sol_rl"][0]["iteration"] == 1 and not report["tiny"]["skipped"] and report["complete"]
 
 
 def test_tiny_mode_targets_the_cpu_sized_model(gpu_check):

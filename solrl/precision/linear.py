@@ -134,7 +134,9 @@ class QuantLinear(torch.nn.Module):
         scale = torch.empty(0)
         if self.kernel.name == "int_mm":
             codes, scale = int8_quantize(w)             # per output channel
-            codes, scale = codes.t().contiguous(), scale.t().contiguous()
+            # column-major [in, out] (a transposed view), the layout cuBLASLt's int8 tensor-core path
+            # wants (torchao stores it so too); a row-major copy sends cuBLAS down a slower path
+            codes, scale = codes.t(), scale.t().contiguous()
         elif self.kernel.name == "scaled_mm_fp8":
             scale = w.abs().amax(1, keepdim=True).clamp_min(1e-12) / 448.0
             codes = (w / scale).to(torch.float8_e4m3fn).t()          # column-major, as _scaled_mm wants
