@@ -58,6 +58,8 @@ def parse_args(argv=None):
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--recipes", default="bf16,fp8,int8,nvfp4")
     p.add_argument("--compile", default="eager,compiled", help="compile settings to time: eager, compiled or both")
+    p.add_argument("--explore-layers", default="reference", choices=["reference", "all"],
+                   help="which linears the engines quantize (rollout.explore_layers)")
     p.add_argument("--scope", default="blocks", choices=["blocks", "model"], help="what 'compiled' compiles (solrl/compile.py)")
     p.add_argument("--sections", default="speed,sol_rl", help="speed (forward and rollout timings), sol_rl (iterations)")
     p.add_argument("--explore-seeds", type=int, default=96, help="N of the rollout section (the paper's 96)")
@@ -91,7 +93,7 @@ def missing_pieces(device: str) -> list[str]:
     """What this machine lacks for the run, said before anything is built."""
     import importlib.util
 
-    missing = [f"python package {name}" for name in ("diffusers", "peft", "transformers", "safetensors", "scipy", "yaml")
+    missing = [f"python package {name}" for name in ("diffusers", "peft", "transformers", "safetensors", "scipy", "yaml", "rapidfuzz")
                if importlib.util.find_spec(name) is None]
     if torch.device(device).type == "cuda" and not torch.cuda.is_available():
         missing.append("a CUDA device (torch.cuda.is_available() is False)")
@@ -188,7 +190,7 @@ def _engine(args, policy, name: str, compiled: bool, fp8_layers: list[str]):
 
     scope = args.scope if compiled else "eager"
     if name != "fp8_torchao":
-        return ExploreEngine(policy, name, compile=scope), None
+        return ExploreEngine(policy, name, compile=scope, layers=args.explore_layers), None
     from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, quantize_
 
     engine = ExploreEngine(policy, "bf16")   # plain bf16 linear layers on the merged weights
@@ -432,7 +434,7 @@ def main(argv=None) -> dict:
     plan = {"archs": args.archs, "transformer_parameters": {a: parameter_count(*(
                 ("sd3", TINY_TRANSFORMERS["sd3"]) if a == "tiny" else REAL_TRANSFORMERS[a])) for a in args.archs},
             "resolution": args.resolution, "batch": args.batch, "recipes": args.recipes.split(","),
-            "compile": args.compile.split(","), "scope": args.scope, "sections": args.sections.split(","),
+            "compile": args.compile.split(","), "scope": args.scope, "explore_layers": args.explore_layers, "sections": args.sections.split(","),
             "arch_sections": args.sections_of, "rollout": {"N": args.explore_seeds, "K": args.group_size,
                                                            "batch": args.rollout_batch},
             "sol_rl_iterations": args.iterations, "budget_seconds": args.budget_seconds,

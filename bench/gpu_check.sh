@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-.venv/bin/python}
 [ -x "$PYTHON" ] || PYTHON=python3
 if [ -d .gpu_wheels ]; then   # only what is missing: the machine's own torch, numpy, transformers stay in charge
-  for pair in diffusers:diffusers torchao:torchao huggingface_hub:huggingface_hub safetensors:safetensors scipy:scipy pyyaml:yaml; do
+  for pair in diffusers:diffusers torchao:torchao rapidfuzz:rapidfuzz huggingface_hub:huggingface_hub safetensors:safetensors scipy:scipy pyyaml:yaml; do
     wheel=${pair%%:*}; module=${pair##*:}
     found=$(find .gpu_wheels -iname "${wheel}-*.whl" | head -1)
     if ! "$PYTHON" -c "import $module" 2>/dev/null; then

@@ -49,6 +49,29 @@ def test_int8_kernel_matches_int8_emulation():
     torch.testing.assert_close(real, emulated, rtol=1e-5, atol=1e-4)
 
 
+def test_fp8_kernel_matches_fp8_emulation():
+    """The rowwise FP8 path the GPU takes (torch._scaled_mm, bias in the GEMM's epilogue), run through
+    the CPU's _scaled_mm, against the format's exact emulation: the same codes, fp32 accumulation."""
+    from solrl.precision.linear import Kernel
+
+    g = torch.Generator().manual_seed(2)
+    w, x, b = torch.randn(64, 128, generator=g), torch.randn(32, 128, generator=g), torch.randn(64, generator=g)
+    recipe = get_recipe("fp8")
+    real = QuantLinear.from_weight(w, b, recipe, Kernel("scaled_mm_fp8", True, "CPU stand-in"))(x)
+    emulated = F.linear(quantize_dequantize(x, "fp8_e4m3_row"), quantize_dequantize(w, "fp8_e4m3_row"), b)
+    torch.testing.assert_close(real, emulated, rtol=1e-5, atol=1e-4)
+    assert not torch.allclose(real, F.linear(x, w, b), atol=1e-2)  # it did quantize
+
+
+def test_engine_counts_each_layer_once(policy):
+    """Every linear of the copy is either quantized or kept, once (LoRA layers were counted twice)."""
+    for recipe in ("bf16", "int8"):
+        engine = ExploreEngine(policy, _tiny(recipe), layers="all")
+        names = engine.report.quantized + engine.report.skipped
+        layers = [n for n, m in engine.model.named_modules() if isinstance(m, (torch.nn.Linear, QuantLinear))]
+        assert len(names) == len(set(names)) and sorted(names) == sorted(layers), recipe
+
+
 def test_engine_follows_the_old_adapter_and_resyncs_in_place(policy):
     x, t, cond = _inputs(policy)
     engine = ExploreEngine(policy, _tiny("bf16"))

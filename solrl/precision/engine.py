@@ -71,7 +71,7 @@ class ExploreEngine:
                 _set_module(model, name, self._layer_for(name, weight, base.bias, plain))
                 self._lora_names.append(name)
         for name, module in list(model.named_modules()):
-            if type(module) is torch.nn.Linear:
+            if type(module) is torch.nn.Linear and name not in self._lora_names:  # LoRA layers: done above
                 _set_module(model, name, self._layer_for(name, module.weight, module.bias, plain))
         self.model = model if self.dtype == next(source.parameters()).dtype else model.to(self.dtype)
         self.build_seconds = time.perf_counter() - start
