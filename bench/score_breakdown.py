@@ -1,6 +1,7 @@
 """Where the held-out verifier score is lost: each part of the toy verifier's score, averaged.
 
     .venv/bin/python bench/score_breakdown.py [--model-path DIR | --checkpoint RUN_OR_FILE] [--guidance 3 --steps 20]
+        [--grid out.png]    # the first 16 prompts x 4 seeds, 3x upscaled, to look at
 
 Same prompts and seeds as bench/toy_base_report.py (4 fixed seeds per held-out prompt). The parts
 are the verifier's own (Verdict.parts): count scenes: count, shape, purity credit; relation scenes:
@@ -18,6 +19,7 @@ from solrl.evaluate import eval_seeds
 from solrl.generation import generate
 from solrl.images import to_uint8_nhwc
 from solrl.models import load_policy
+from solrl.toyworld.gold import judge
 from solrl.toyworld.grammar import parse_prompt, split_prompts
 from solrl.toyworld.verifier import verify
 
@@ -58,6 +60,7 @@ def main() -> None:
     p.add_argument("--seeds-per-prompt", type=int, default=4)
     p.add_argument("--guidance", type=float, default=1.0)
     p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--grid", default=None, help="write the first 16 prompts' samples (seeds in columns) to this PNG")
     args = p.parse_args()
     torch.set_num_threads(min(2, torch.get_num_threads()))
     policy = load(args)
@@ -66,9 +69,20 @@ def main() -> None:
     samples = generate(policy, flat, eval_seeds(len(prompts), args.seeds_per_prompt), args.steps, "euler", args.guidance,
                        batch_size=64)
     parts = defaultdict(list)
-    for image, prompt in zip(to_uint8_nhwc(policy.decode(samples)), flat):
+    images = to_uint8_nhwc(policy.decode(samples))
+    for image, prompt in zip(images, flat):
         scene = parse_prompt(prompt)
         parts_of(verify(image, scene), scene, parts)
+        judged = judge(image, scene)
+        parts["gold: accuracy"].append(judged.verdict.correct)
+        parts["gold: world-likeness"].append(judged.world_like)
+    if args.grid:
+        from PIL import Image
+
+        from solrl.images import image_grid
+
+        n = min(16, len(prompts)) * args.seeds_per_prompt
+        Image.fromarray(image_grid(images[:n], columns=4 * args.seeds_per_prompt, upscale=3)).save(args.grid)
     for key in sorted(parts):
         print(f"{key:48s} {np.mean(parts[key]):.3f}  (n={len(parts[key])})")
 

@@ -67,9 +67,18 @@ def cmd_eval(args) -> int:
 def cmd_pretrain_toy(args) -> int:
     from .toyworld.pretrain import PretrainConfig, pretrain_toy
 
-    cfg = PretrainConfig(out=args.out, steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed, init=args.init)
+    cfg = PretrainConfig(out=args.out, steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed, init=args.init,
+                         autoencoder=args.autoencoder)
     out = pretrain_toy(cfg)
     print(f"wrote the toy base model to {out}")
+    return 0
+
+
+def cmd_pretrain_toy_autoencoder(args) -> int:
+    from .toyworld.pretrain_autoencoder import AutoencoderConfig, pretrain_autoencoder
+
+    out = pretrain_autoencoder(AutoencoderConfig(out=args.out, steps=args.steps, seed=args.seed))
+    print(f"wrote the toy autoencoder to {out}; pretrain on its latents with `solrl pretrain-toy --autoencoder {out}`")
     return 0
 
 
@@ -278,7 +287,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--init", default=None, help="continue from this model directory (e.g. solrl/assets/toy_base) "
                    "instead of random weights")
+    p.add_argument("--autoencoder", default=None, help="pretrain on the latents of this toy autoencoder "
+                   "(solrl pretrain-toy-autoencoder); it is saved beside the model")
     p.set_defaults(fn=cmd_pretrain_toy)
+
+    p = sub.add_parser("pretrain-toy-autoencoder", help="train the toy autoencoder (32x32 RGB <-> 8x8x8 latents) on rendered scenes")
+    p.add_argument("--out", default="runs/toy_autoencoder")
+    p.add_argument("--steps", type=int, default=3000)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(fn=cmd_pretrain_toy_autoencoder)
     return parser
 
 

@@ -1,4 +1,5 @@
-"""The embedded toy text-to-image model: a tiny diffusers SD3Transformer2DModel in pixel space.
+"""The embedded toy text-to-image model: a tiny diffusers SD3Transformer2DModel, in pixel space
+or, with a small autoencoder beside it (toy_autoencoder.py), in latent space as SD3 works.
 
 Same class as SD3.5 uses, so LoRA targets, quantization rules and the sampler meet the real
 code path; small enough (about 3.6M parameters, 32x32 RGB) to train and run RL on a laptop CPU.
@@ -14,6 +15,7 @@ from ..sampling import timesteps
 from .base import PromptEmbeds
 from .explore_layers import SD3_EXPLORE_KEEP
 from .text_encoder import MiniLMEncoder
+from .toy_autoencoder import AUTOENCODER_DIR, ToyAutoencoder
 
 TOY_BASE_DIR = Path(__file__).resolve().parent.parent / "assets" / "toy_base"
 
@@ -32,24 +34,35 @@ TOY_TRANSFORMER_CONFIG = dict(
 )
 
 
-def build_toy_transformer(seed: int = 0):
+def latent_transformer_config(latent_shape: tuple[int, int, int]) -> dict:
+    """The toy transformer over an autoencoder's latents: one token per latent cell (patch 1), so
+    the token count (8 x 8) and the cost per step stay those of the pixel model's 4x4 patches."""
+    channels, side, _ = latent_shape
+    return dict(TOY_TRANSFORMER_CONFIG, sample_size=side, patch_size=1, in_channels=channels, out_channels=channels,
+                pos_embed_max_size=side)
+
+
+def build_toy_transformer(seed: int = 0, latent_shape: tuple[int, int, int] | None = None):
     from diffusers import SD3Transformer2DModel
 
     torch.manual_seed(seed)
-    return SD3Transformer2DModel(**TOY_TRANSFORMER_CONFIG)
+    return SD3Transformer2DModel(**(latent_transformer_config(latent_shape) if latent_shape else TOY_TRANSFORMER_CONFIG))
 
 
 class ToyPolicy:
-    """Pixel-space policy: images in [-1, 1] are the sample space; decode is a rescale."""
+    """Without an autoencoder the sample space is the image in [-1, 1] and decode is a rescale;
+    with one it is the autoencoder's normalised latents and decode runs its decoder."""
 
-    sample_shape = (3, 32, 32)
     pipeline_class = "StableDiffusion3Pipeline"  # whose LoRA writer fits the toy's SD3 transformer
     explore_keep = SD3_EXPLORE_KEEP               # an SD3 transformer: the reference's SD3.5 rule
 
-    def __init__(self, transformer, text_encoder: MiniLMEncoder | None = None, shift: float = 1.0):
+    def __init__(self, transformer, text_encoder: MiniLMEncoder | None = None, shift: float = 1.0,
+                 autoencoder: ToyAutoencoder | None = None):
         self.transformer = transformer
         self.text_encoder = text_encoder or MiniLMEncoder()
         self.shift = shift
+        self.autoencoder = autoencoder
+        self.sample_shape = autoencoder.latent_shape if autoencoder is not None else (3, 32, 32)
 
     @classmethod
     def from_pretrained(cls, path: str | Path | None = None, shift: float | None = None) -> "ToyPolicy":
@@ -64,7 +77,9 @@ class ToyPolicy:
         transformer = SD3Transformer2DModel.from_pretrained(str(path)).eval()
         info_file = path / "training.json"
         info = json.loads(info_file.read_text()) if info_file.exists() else {}
-        return cls(transformer, shift=shift if shift is not None else info.get("sampling_shift", 1.0))
+        autoencoder = ToyAutoencoder.load(path / AUTOENCODER_DIR) if (path / AUTOENCODER_DIR).exists() else None
+        return cls(transformer, shift=shift if shift is not None else info.get("sampling_shift", 1.0),
+                   autoencoder=autoencoder)
 
     def sigmas(self, num_steps: int) -> torch.Tensor:
         """The toy world's own grid (it has no diffusers scheduler): shift(linspace(1, 0, N + 1))."""
@@ -92,7 +107,19 @@ class ToyPolicy:
         return out
 
     def decode(self, x: torch.Tensor) -> torch.Tensor:
+        """Samples -> images in [0, 1] [B, 3, 32, 32]."""
+        if self.autoencoder is not None:
+            with torch.no_grad():
+                x = self.autoencoder.to(x.device).decode(x.float())
         return ((x.float() + 1) / 2).clamp(0, 1)
+
+    def encode(self, images_uint8) -> torch.Tensor:
+        """uint8 [B, H, W, 3] -> the sample space (pixels in [-1, 1], or normalised latents)."""
+        images = self.encode_images(images_uint8)
+        if self.autoencoder is None:
+            return images
+        with torch.no_grad():
+            return self.autoencoder.encode(images)
 
     @staticmethod
     def encode_images(images_uint8) -> torch.Tensor:

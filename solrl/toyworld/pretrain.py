@@ -1,8 +1,10 @@
-"""Pretrain the toy base model by rectified flow on rendered toy-world scenes (train split only)."""
+"""Pretrain the toy base model by rectified flow on rendered toy-world scenes (train split only),
+in pixel space or, given a trained toy autoencoder, on its latents (saved beside the transformer)."""
 from __future__ import annotations
 
 import copy
 import datetime
+import shutil
 import json
 import math
 import platform
@@ -15,6 +17,7 @@ import torch
 
 from ..models.text_encoder import MiniLMEncoder
 from ..models.toy import ToyPolicy, build_toy_transformer
+from ..models.toy_autoencoder import AUTOENCODER_DIR, ToyAutoencoder
 from .grammar import parse_prompt, split_prompts
 from .render import render_scene
 
@@ -33,6 +36,7 @@ class PretrainConfig:
     seed: int = 0
     sampling_shift: float = 1.0
     init: str | None = None    # start (weights and their average) from this model directory instead of random weights
+    autoencoder: str | None = None  # a trained toy autoencoder directory: pretrain on its latents
 
 
 def _lr_factor(step: int, cfg: PretrainConfig) -> float:
@@ -42,9 +46,9 @@ def _lr_factor(step: int, cfg: PretrainConfig) -> float:
     return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
 
 
-def _initial_transformer(cfg: PretrainConfig):
+def _initial_transformer(cfg: PretrainConfig, autoencoder: ToyAutoencoder | None):
     if cfg.init is None:
-        return build_toy_transformer(cfg.seed)
+        return build_toy_transformer(cfg.seed, autoencoder.latent_shape if autoencoder is not None else None)
     from diffusers import SD3Transformer2DModel
 
     if not (Path(cfg.init) / "config.json").exists():
@@ -63,16 +67,17 @@ def pretrain_toy(cfg: PretrainConfig, log=print) -> Path:
     encoder = MiniLMEncoder()
     embeds = encoder(prompts)
     null = encoder([""])
-    transformer = _initial_transformer(cfg).train()
+    autoencoder = ToyAutoencoder.load(cfg.autoencoder) if cfg.autoencoder else None
+    transformer = _initial_transformer(cfg, autoencoder).train()
     ema = copy.deepcopy(transformer).eval().requires_grad_(False)
-    policy = ToyPolicy(transformer, encoder)
+    policy = ToyPolicy(transformer, encoder, autoencoder=autoencoder)
     opt = torch.optim.AdamW(transformer.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, cfg))
     start, losses = time.time(), []
     with open(out / "pretrain_log.jsonl", "w") as logf:
         for step in range(cfg.steps):
             idx = rng.integers(0, len(prompts), cfg.batch_size)
-            x0 = ToyPolicy.encode_images(np.stack([render_scene(scenes[i], rng) for i in idx]))
+            x0 = policy.encode(np.stack([render_scene(scenes[i], rng) for i in idx]))
             cond = embeds.index(torch.as_tensor(idx))
             drop = torch.as_tensor(rng.random(cfg.batch_size) < cfg.cond_dropout)
             cond.states = torch.where(drop[:, None, None], null.states, cond.states)
@@ -103,8 +108,14 @@ def pretrain_toy(cfg: PretrainConfig, log=print) -> Path:
     return out
 
 
+def _copy_autoencoder(cfg: PretrainConfig, path: Path) -> None:
+    if cfg.autoencoder and Path(cfg.autoencoder).resolve() != (path / AUTOENCODER_DIR).resolve():
+        shutil.copytree(cfg.autoencoder, path / AUTOENCODER_DIR, dirs_exist_ok=True)
+
+
 def _save(transformer, path: Path, cfg: PretrainConfig, step: int, start: float, losses: list[float]) -> None:
     transformer.save_pretrained(str(path), safe_serialization=True)
+    _copy_autoencoder(cfg, path)
     info = {
         "what": "toy-world base model (solrl pretrain-toy): rectified flow on rendered train-split scenes; EMA weights",
         "step": step,
