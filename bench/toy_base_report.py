@@ -44,16 +44,20 @@ def main() -> None:
         (out / "img" / f"toy_base_{i}_prompts.txt").unlink()
         rows.append((label, s))
         print(label, json.dumps(s))
-    info = json.loads(((Path(args.model_path) if args.model_path else TOY_BASE_DIR) / "training.json").read_text())
+    model_dir = Path(args.model_path) if args.model_path else TOY_BASE_DIR
+    info = json.loads((model_dir / "training.json").read_text())
+    ae_file = model_dir / "autoencoder" / "training.json"
+    ae = json.loads(ae_file.read_text()) if ae_file.exists() else None
     lines = [
         "# The toy base model", "",
         f"Measured {datetime.date.today().isoformat()} on {platform.machine()} with {torch.get_num_threads()} threads, torch {torch.__version__}.",
         f"Command: `.venv/bin/python bench/toy_base_report.py` ({args.seeds_per_prompt} fixed seeds for each of the {len(prompts)} held-out prompts).",
         "",
-        "| setting | held-out mean verifier score | strict accuracy | seconds to generate |",
-        "|---|---|---|---|",
+        "| setting | held-out mean verifier score | strict accuracy | gold accuracy | world-likeness | seconds to generate |",
+        "|---|---|---|---|---|---|",
     ]
-    lines += [f"| {label} | {s['mean_score']:.3f} | {s['strict_accuracy']:.3f} | {s['seconds_generate']:.1f} |" for label, s in rows]
+    lines += [f"| {label} | {s['mean_score']:.3f} | {s['strict_accuracy']:.3f} | {s['gold_accuracy']:.3f} | "
+              f"{s['world_likeness']:.3f} | {s['seconds_generate']:.1f} |" for label, s in rows]
     lines += [
         "", "Grids (first 16 held-out prompts, one row of 4 prompts x 4 seeds ... as `img/toy_base_<i>_grid.png`):", "",
         *[f"- {label}: ![](img/toy_base_{i}_grid.png)" for i, (label, _) in enumerate(rows)],
@@ -61,6 +65,10 @@ def main() -> None:
         f"`solrl pretrain-toy` ({info['config']['steps']} steps x batch {info['config']['batch_size']}, lr {info['config']['lr']}, "
         f"EMA {info['config'].get('ema_decay', 'none')}, condition dropout {info['config']['cond_dropout']}): "
         f"{info['seconds']:.0f} s on {info['machine']}, {info['date']}; final loss {info['final_loss_mean_last_50']:.4f}.",
+        *([f"On the latents of the toy autoencoder (`solrl pretrain-toy-autoencoder`, {ae['config']['steps']} steps x batch "
+           f"{ae['config']['batch_size']}, {ae['seconds']:.0f} s; held-out renders through it pass the gold check "
+           f"{ae['held_out']['gold_reconstructions']:.3f}, the renders themselves {ae['held_out']['gold_renders']:.3f})."]
+          if ae else []),
         "The checkpoint and its `training.json` live in `solrl/assets/toy_base/`.",
     ]
     (out / "toy-base-model.md").write_text("\n".join(lines) + "\n")
