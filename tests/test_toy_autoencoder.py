@@ -59,6 +59,10 @@ def test_latent_pretraining_writes_a_model_the_trainer_runs_on(tmp_path):
     assert (model_dir / AUTOENCODER_DIR / "autoencoder.safetensors").exists()
     policy = ToyPolicy.from_pretrained(model_dir)
     assert policy.sample_shape == (8, 8, 8) and policy.transformer.config.patch_size == 1
+    # continuing a latent model finds its autoencoder without being told
+    again = pretrain_toy(PretrainConfig(out=str(tmp_path / "again"), steps=1, batch_size=2, snapshot_every=0,
+                                        init=str(model_dir)), log=quiet)
+    assert ToyPolicy.from_pretrained(again).sample_shape == (8, 8, 8)
     images = policy.decode(torch.randn(2, *policy.sample_shape))
     assert images.shape == (2, 3, 32, 32) and 0 <= images.min() and images.max() <= 1
     uint8 = ((_images(2).permute(0, 2, 3, 1) + 1) * 127.5).round().to(torch.uint8).numpy()

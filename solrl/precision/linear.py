@@ -134,8 +134,7 @@ class QuantLinear(torch.nn.Module):
         scale = torch.empty(0)
         if self.kernel.name == "int_mm":
             codes, scale = int8_quantize(w)             # per output channel
-            # column-major [in, out] (a transposed view), the layout cuBLASLt's int8 tensor-core path
-            # wants (torchao stores it so too); a row-major copy sends cuBLAS down a slower path
+            # column-major [in, out] (a transposed view): the layout torchao hands torch._int_mm too
             codes, scale = codes.t(), scale.t().contiguous()
         elif self.kernel.name == "scaled_mm_fp8":
             scale = w.abs().amax(1, keepdim=True).clamp_min(1e-12) / 448.0
@@ -167,7 +166,7 @@ class QuantLinear(torch.nn.Module):
             xq = (x2.float() / sx).to(torch.float8_e4m3fn)
             out = x.dtype if x.dtype in (torch.bfloat16, torch.float16, torch.float32) else torch.float32
             # the GEMM call torchao's float8 inference makes (bias in the epilogue, fast accumulation):
-            # torchao's path ran 4% faster than ours without them (docs/gpu-acceptance.md)
+            # torchao's path ran 0.8-4% faster than ours without them on an H200 (docs/gpu-acceptance.md)
             bias = None if self.bias is None else self.bias.to(out)
             y = torch._scaled_mm(xq, self.weight_q, scale_a=sx, scale_b=self.weight_scale, bias=bias, out_dtype=out,
                                  use_fast_accum=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import copy
 import datetime
-import shutil
 import json
 import math
 import platform
+import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -67,6 +67,8 @@ def pretrain_toy(cfg: PretrainConfig, log=print) -> Path:
     encoder = MiniLMEncoder()
     embeds = encoder(prompts)
     null = encoder([""])
+    if cfg.autoencoder is None and cfg.init and (Path(cfg.init) / AUTOENCODER_DIR).exists():
+        cfg.autoencoder = str(Path(cfg.init) / AUTOENCODER_DIR)   # continuing a latent model: its own autoencoder
     autoencoder = ToyAutoencoder.load(cfg.autoencoder) if cfg.autoencoder else None
     transformer = _initial_transformer(cfg, autoencoder).train()
     ema = copy.deepcopy(transformer).eval().requires_grad_(False)
