@@ -191,6 +191,7 @@ def _engine(args, policy, name: str, compiled: bool, fp8_layers: list[str]):
     scope = args.scope if compiled else "eager"
     if name != "fp8_torchao":
         return ExploreEngine(policy, name, compile=scope, layers=args.explore_layers), None
+    import torchao
     from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, quantize_
 
     engine = ExploreEngine(policy, "bf16")   # plain bf16 linear layers on the merged weights
@@ -199,7 +200,7 @@ def _engine(args, policy, name: str, compiled: bool, fp8_layers: list[str]):
     config = Float8DynamicActivationFloat8WeightConfig(granularity=PerRow(), set_inductor_config=False)
     quantize_(engine.model, config, filter_fn=lambda m, fqn: isinstance(m, torch.nn.Linear) and fqn in keep)
     compile_transformer(engine.model, scope)
-    return engine, f"torchao {__import__('torchao').__version__} Float8DynamicActivationFloat8Weight PerRow"
+    return engine, f"torchao {torchao.__version__} Float8DynamicActivationFloat8Weight PerRow"
 
 
 def _time_engine(args, policy, name, compiled, inputs, v_ref, ref_ms, fp8_layers):
@@ -254,6 +255,8 @@ def speed(args, model_dir: Path, deadline: float, save) -> dict:
     the forward ms of the LoRA policy and of each recipe, and the rollout seconds of naive_scaling and
     sol_rl with the fastest real low-precision recipe. Recipes starting after `deadline` are skipped;
     a failing recipe is recorded and the run goes on; `save(partial)` after each step."""
+    from solrl.models.lora import ROLLOUT, adapter
+
     real, skipped = _real_recipes(args)
     explore = next((r for r in ("nvfp4", "fp8", "int8", "bf16") if r in real), None)
     order = ([explore] if explore else []) + [r for r in real if r != explore]
@@ -277,8 +280,6 @@ def speed(args, model_dir: Path, deadline: float, save) -> dict:
         x = torch.randn(args.batch, *policy.sample_shape, generator=g).to(args.device)
         t = torch.full((args.batch,), 0.7, device=args.device)
         inputs = (x, t, policy.encode_prompts(prompts))
-        from solrl.models.lora import ROLLOUT, adapter
-
         with torch.no_grad(), adapter(policy.transformer, ROLLOUT):
             first = _first_call(lambda: policy.velocity(*inputs), args.device)
             v_ref = policy.velocity(*inputs).float()

@@ -72,8 +72,8 @@ def main() -> None:
     images = to_uint8_nhwc(policy.decode(samples))
     for image, prompt in zip(images, flat):
         scene = parse_prompt(prompt)
-        parts_of(verify(image, scene), scene, parts)
-        judged = judge(image, scene)
+        judged = judge(image, scene)   # one segmentation: the verifier reuses its objects
+        parts_of(verify(image, scene, judged.objects), scene, parts)
         parts["gold: accuracy"].append(judged.verdict.correct)
         parts["gold: world-likeness"].append(judged.world_like)
     if args.grid:

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..images import to_uint8_nhwc
 from ..models.toy import ToyPolicy
 from ..models.toy_autoencoder import ToyAutoencoder
 from .gold import gold_check
@@ -51,7 +52,7 @@ def held_out_reconstruction(model: ToyAutoencoder, per_prompt: int = 2, seed: in
     scenes = [parse_prompt(p) for p in split_prompts("heldout")] * per_prompt
     images = np.stack([render_scene(s, rng) for s in scenes])
     x = ToyPolicy.encode_images(images)
-    recon = ((model.decode(model.encode(x)) + 1) * 127.5).round().clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).numpy()
+    recon = to_uint8_nhwc(((model.decode(model.encode(x)) + 1) / 2).clamp(0, 1))
     return {"images": len(scenes),
             "gold_renders": float(np.mean([gold_check(i, s).correct for i, s in zip(images, scenes)])),
             "gold_reconstructions": float(np.mean([gold_check(i, s).correct for i, s in zip(recon, scenes)])),
