@@ -19,11 +19,11 @@ import torch
 
 from solrl.config import load_config
 from solrl.data import load_prompts
-from solrl.generation import generate
 from solrl.models import load_policy
-from solrl.models.lora import add_policy_adapters, lora_config
+from solrl.models.lora import add_policy_adapters, policy_lora_config
 from solrl.precision.engine import ExploreEngine
 from solrl.precision.linear import cpu_description
+from solrl.rollout.generation import generate
 
 CASES = [("fp32", 10), ("fp32", 6), ("bf16", 6), ("int8", 6), ("fp8", 6), ("nvfp4", 6)]
 
@@ -35,7 +35,7 @@ def main() -> None:
     args = parser.parse_args()
     cfg = load_config("configs/toy_nft.yaml")
     policy = load_policy("toy")
-    add_policy_adapters(policy.transformer, lora_config(cfg.lora.rank, cfg.lora.alpha, cfg.lora.init, cfg.lora.target_modules))
+    add_policy_adapters(policy.transformer, policy_lora_config(cfg.lora, policy))
     prompts = load_prompts("train")[: args.batch]
     seeds = list(range(len(prompts)))
     engines = {recipe: ExploreEngine(policy, recipe) for recipe in {r for r, _ in CASES}}

@@ -19,7 +19,7 @@ after every step, so a run cut short keeps what it measured):
   explored at 6 steps, K 24 regenerated at 10; naive_scaling samples all 96 at 10) through solrl's
   own run_rollout: `rollout.naive_scaling_seconds` and `rollout.sol_rl_seconds`. Steps starting after
   `--speed-budget-seconds` are skipped;
-- sol_rl: `--iterations` iterations through solrl.trainer.Trainer with a random-weight CNN reward;
+- sol_rl: `--iterations` iterations through solrl.training.trainer.Trainer with a random-weight CNN reward;
   skipped once `--budget-seconds` are spent.
 What the machine lacks (diffusers, peft, a CUDA device) is said up front; docs/gpu-acceptance.md
 gives the offline install from wheels brought along.
@@ -39,8 +39,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from solrl.models.random_pipelines import REAL_TRANSFORMERS, TINY_TRANSFORMERS
 from solrl.rewards.base import Reward, RewardResult
+from solrl.testing.random_pipelines import REAL_TRANSFORMERS, TINY_TRANSFORMERS
 
 VAE_LEVELS = {"sd3": 4, "sana": 6}    # VAE factor 8 (SD3's KL) and 32 (SANA's DC-AE), as released
 PROMPTS = ["a photo of a red bicycle leaning on a brick wall", "an astronaut riding a horse, oil painting",
@@ -60,7 +60,7 @@ def parse_args(argv=None):
     p.add_argument("--compile", default="eager,compiled", help="compile settings to time: eager, compiled or both")
     p.add_argument("--explore-layers", default="reference", choices=["reference", "all"],
                    help="which linears the engines quantize (rollout.explore_layers)")
-    p.add_argument("--scope", default="blocks", choices=["blocks", "model"], help="what 'compiled' compiles (solrl/compile.py)")
+    p.add_argument("--scope", default="blocks", choices=["blocks", "model"], help="what 'compiled' compiles (solrl/models/compile.py)")
     p.add_argument("--sections", default="speed,sol_rl", help="speed (forward and rollout timings), sol_rl (iterations)")
     p.add_argument("--explore-seeds", type=int, default=96, help="N of the rollout section (the paper's 96)")
     p.add_argument("--group-size", type=int, default=24, help="K of the rollout section (the paper's 24)")
@@ -135,7 +135,7 @@ def _timed(fn, device, reps: int) -> float:
 
 
 def build_model_dir(args, root: Path) -> Path:
-    from solrl.models.random_pipelines import build_random_pipeline
+    from solrl.testing.random_pipelines import build_random_pipeline
 
     path = root / "pipeline"
     start = time.perf_counter()
@@ -151,8 +151,8 @@ def build_model_dir(args, root: Path) -> Path:
 
 
 def _policy(args, model_dir: Path, compiled: bool):
-    from solrl.compile import compile_transformer
     from solrl.models import load_policy
+    from solrl.models.compile import compile_transformer
     from solrl.models.lora import add_policy_adapters, lora_config
 
     dtype = "bfloat16" if torch.device(args.device).type == "cuda" else "float32"
@@ -185,7 +185,7 @@ def _torchao_missing() -> str | None:
 def _engine(args, policy, name: str, compiled: bool, fp8_layers: list[str]):
     """The explore engine of recipe `name`; "fp8_torchao" is torchao's float8 (dynamic rowwise
     activation scales) on the layers solrl's fp8 engine quantizes, for the library-vs-own comparison."""
-    from solrl.compile import compile_transformer
+    from solrl.models.compile import compile_transformer
     from solrl.precision.engine import ExploreEngine
 
     scope = args.scope if compiled else "eager"
@@ -230,7 +230,7 @@ def _subclassed_weights(model) -> int:
 def _rollout_seconds(args, policy, engine) -> dict:
     """One prompt group at the paper's shape: naive_scaling's N at full steps vs sol_rl's N explored
     in `engine` at 6 steps and K regenerated at 10, after a warm-up round at one batch's size."""
-    from solrl.rollout import RolloutSpec, run_rollout
+    from solrl.rollout.driver import RolloutSpec, run_rollout
 
     reward, n, k, b = RandomCNNReward(), args.explore_seeds, args.group_size, args.rollout_batch
     spec = lambda family, seeds, group: RolloutSpec(family, group, seeds, 10, 6, "euler", 1.0, b, "best_worst")
@@ -255,7 +255,7 @@ def speed(args, model_dir: Path, deadline: float, save) -> dict:
     the forward ms of the LoRA policy and of each recipe, and the rollout seconds of naive_scaling and
     sol_rl with the fastest real low-precision recipe. Recipes starting after `deadline` are skipped;
     a failing recipe is recorded and the run goes on; `save(partial)` after each step."""
-    from solrl.models.lora import ROLLOUT, adapter
+    from solrl.models.lora import OLD, adapter
 
     real, skipped = _real_recipes(args)
     explore = next((r for r in ("nvfp4", "fp8", "int8", "bf16") if r in real), None)
@@ -280,7 +280,7 @@ def speed(args, model_dir: Path, deadline: float, save) -> dict:
         x = torch.randn(args.batch, *policy.sample_shape, generator=g).to(args.device)
         t = torch.full((args.batch,), 0.7, device=args.device)
         inputs = (x, t, policy.encode_prompts(prompts))
-        with torch.no_grad(), adapter(policy.transformer, ROLLOUT):
+        with torch.no_grad(), adapter(policy.transformer, OLD):
             first = _first_call(lambda: policy.velocity(*inputs), args.device)
             v_ref = policy.velocity(*inputs).float()
             ref_ms = _timed(lambda: policy.velocity(*inputs), args.device, args.reps) * 1000
@@ -344,7 +344,7 @@ def _empty_cache(device):
 def sol_rl_iterations(args, model_dir: Path, root: Path) -> list[dict]:
     from solrl.config import load_config
     from solrl.rewards.base import REWARDS
-    from solrl.trainer import Trainer
+    from solrl.training.trainer import Trainer
 
     if "gpu_check_random_cnn" not in REWARDS:
         REWARDS.register("gpu_check_random_cnn")(RandomCNNReward)
@@ -377,9 +377,9 @@ def sol_rl_iterations(args, model_dir: Path, root: Path) -> list[dict]:
 
 
 def _family_class(family):
-    from solrl.models.diffusers_families import FAMILIES
+    from solrl.models.diffusers_families import MODEL_FAMILIES
 
-    return FAMILIES[family]
+    return MODEL_FAMILIES[family]
 
 
 class RandomCNNReward(Reward):

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from solrl.config import load_config
-from solrl.trainer import Trainer
+from solrl.training.trainer import Trainer
 
 
 def main() -> None:
@@ -26,7 +26,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--reps", type=int, default=15)
     args = parser.parse_args()
-    cfg = load_config("configs/toy_nft.yaml", ["out_dir=/tmp/solrl_bench_old_ref", "train.ref_kl_coef=1e-4"])
+    cfg = load_config("configs/toy_nft.yaml", ["out_dir=/tmp/solrl_bench_old_ref", "train.nft.ref_kl_coef=1e-4"])
     trainer = Trainer(cfg, quiet=True)
     g = torch.Generator().manual_seed(0)
     x = torch.randn(args.batch, 3, 32, 32, generator=g)
@@ -37,7 +37,7 @@ def main() -> None:
     with torch.no_grad():
         for rep in range(args.reps + 2):
             for batched in (True, False):
-                trainer.cfg.train.batch_old_ref = batched
+                trainer.cfg.train.nft.batch_old_ref = batched
                 start = time.perf_counter()
                 outputs[batched] = trainer._old_and_ref(x, t, cond)
                 if rep >= 2:  # two warm-up rounds
@@ -55,7 +55,7 @@ def main() -> None:
         "Both variants do the same FLOPs: the base weights see one batch of 2B instead of two of B, and",
         "peft's mixed-batch path runs each adapter's LoRA on its slice of the batch. Any gain comes from",
         "larger matrix products and fewer calls; the slicing and re-assembly cost against it. Below 1x",
-        "the two-call path is the faster one on this machine, which is why `train.batch_old_ref` is off by default.",
+        "the two-call path is the faster one on this machine, which is why `train.nft.batch_old_ref` is off by default.",
     ]
     Path("docs/old-ref-batching.md").write_text("\n".join(report) + "\n")
     print("\n".join(report))

@@ -7,7 +7,7 @@ unmerged, as in training); naive_scaling samples N seeds per prompt with it at t
 sol_rl explores N seeds with the explore engine (`rollout.explore_precision`, LoRA merged) at the
 explore step count and regenerates K with the policy. Both through `run_rollout`, the trainer's own
 path; the figures are its generation seconds (reward time excluded). "blocks" and "model" = model.compile
-and rollout.compile at that scope (solrl/compile.py: each transformer block, or the whole transformer,
+and rollout.compile at that scope (solrl/models/compile.py: each transformer block, or the whole transformer,
 compiled by inductor), for the policy and the engine alike; the first round of each set-up (compilation
 included) is timed apart. Rounds interleave the six set-ups; medians.
 """
@@ -23,20 +23,20 @@ from pathlib import Path
 
 import torch
 
-from solrl.compile import compile_transformer
 from solrl.config import load_config
 from solrl.data import load_prompts
 from solrl.models import load_policy
-from solrl.models.lora import add_policy_adapters, lora_config
+from solrl.models.compile import compile_transformer
+from solrl.models.lora import add_policy_adapters, policy_lora_config
 from solrl.precision.engine import ExploreEngine
 from solrl.precision.linear import cpu_label
 from solrl.rewards import build_reward
-from solrl.rollout import RolloutSpec, run_rollout
+from solrl.rollout.driver import RolloutSpec, run_rollout
 
 
 def _setup(cfg, scope: str):
     policy = load_policy("toy")
-    add_policy_adapters(policy.transformer, lora_config(cfg.lora.rank, cfg.lora.alpha, cfg.lora.init, cfg.lora.target_modules))
+    add_policy_adapters(policy.transformer, policy_lora_config(cfg.lora, policy))
     compile_transformer(policy.transformer, scope)
     engine = ExploreEngine(policy, cfg.rollout.explore_precision, compile=scope, layers=cfg.rollout.explore_layers)
     return policy, engine

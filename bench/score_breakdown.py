@@ -15,21 +15,21 @@ from collections import defaultdict
 import numpy as np
 import torch
 
-from solrl.evaluate import eval_seeds
-from solrl.generation import generate
 from solrl.images import to_uint8_nhwc
 from solrl.models import load_policy
+from solrl.rollout.generation import generate
 from solrl.toyworld.gold import judge
 from solrl.toyworld.grammar import parse_prompt, split_prompts
 from solrl.toyworld.verifier import verify
+from solrl.training.evaluate import eval_seeds
 
 
 def load(args):
     if not args.checkpoint:
         return load_policy("toy", args.model_path, None)
-    from solrl.checkpoint import load_checkpoint
     from solrl.models import load_trained_policy
     from solrl.models.lora import TRAINED, use_adapter
+    from solrl.training.checkpoint import load_checkpoint
 
     policy, _ = load_trained_policy(load_checkpoint(args.checkpoint))
     use_adapter(policy.transformer, TRAINED)

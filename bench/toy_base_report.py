@@ -13,10 +13,10 @@ from pathlib import Path
 import torch
 
 from solrl.data import load_prompts
-from solrl.evaluate import evaluate
 from solrl.models import load_policy
 from solrl.models.toy import TOY_BASE_DIR
 from solrl.rewards import build_reward
+from solrl.training.evaluate import evaluate
 
 SETTINGS = [  # (label, steps, solver, guidance)
     ("CFG-free, 10-step Euler (rollout setting)", 10, "euler", 1.0),

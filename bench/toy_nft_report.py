@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from solrl.metrics_log import read_jsonl
+from solrl.reporting.metrics_log import read_jsonl
 
 
 def main() -> None:

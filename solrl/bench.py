@@ -10,8 +10,8 @@ import numpy as np
 import torch
 
 from .config import load_config
-from .curves import plot_family_curves
-from .metrics_log import read_jsonl
+from .reporting.curves import plot_family_curves
+from .reporting.metrics_log import read_jsonl
 
 FAMILY_PRESETS = {
     "diffusionnft": "configs/toy_diffusionnft.yaml",
@@ -56,7 +56,7 @@ def run_convergence(minutes: float, out_dir: str, families: list[str], overrides
                     seeds: int = 1) -> dict:
     """Each family's preset under the budget, once per seed (`seed=0..seeds-1`); with several seeds the
     evaluation history is their mean with 95% intervals (aggregate_seeds), the train logs pooled."""
-    from .trainer import Trainer
+    from .training.trainer import Trainer
 
     out = Path(out_dir)
     results = {}
@@ -143,7 +143,7 @@ def separation(row: dict, base: dict) -> str:
 
 # ---- objectives x families (`bench convergence --algorithms ...`) --------------------------------
 # What each objective needs on top of the family presets: the policy-gradient ones sample on-policy
-# (see solrl/objectives.py); every other setting is shared, so the runs differ only in the objective.
+# (see solrl/training/objectives/); every other setting is shared, so the runs differ only in the objective.
 ALGORITHM_OVERRIDES = {
     "nft": [],
     "awm": [],
@@ -156,7 +156,7 @@ ALGORITHM_OVERRIDES = {
 def run_objective_convergence(minutes: float, out_dir: str, algorithms: list[str], families: list[str],
                               overrides: list[str] = (), skip_existing: bool = False) -> dict:
     """One run per (objective, family) under the same wall-clock budget; {(algorithm, family): logs}."""
-    from .trainer import Trainer
+    from .training.trainer import Trainer
 
     out = Path(out_dir)
     results = {}

@@ -23,9 +23,9 @@ def _sampling_args(p: argparse.ArgumentParser, steps: int = 10) -> None:
 def cmd_sample(args) -> int:
     from PIL import Image
 
-    from .generation import generate
     from .images import image_grid
     from .models import load_policy
+    from .rollout.generation import generate
 
     policy = load_policy(args.model, args.model_path, args.shift)
     prompts = [p for p in args.prompt for _ in args.seeds]
@@ -51,7 +51,7 @@ def _prompts_policy_reward(args):
 
 
 def cmd_eval(args) -> int:
-    from .evaluate import evaluate
+    from .training.evaluate import evaluate
 
     prompts, policy, reward = _prompts_policy_reward(args)
     summary = evaluate(policy, reward, prompts, args.seeds_per_prompt, args.steps, args.solver, args.guidance,
@@ -86,8 +86,8 @@ def cmd_train(args) -> int:
     import logging
 
     from .config import load_config
-    from .distributed import init_world, launched_by_torchrun, shutdown
-    from .trainer import Trainer
+    from .parallel.distributed import init_world, launched_by_torchrun, shutdown
+    from .training.trainer import Trainer
 
     if args.nproc_per_node > 1 and not launched_by_torchrun():
         return _relaunch_with_torchrun(args)
@@ -98,7 +98,7 @@ def cmd_train(args) -> int:
         cfg = load_config(args.config, args.overrides)
         resume = args.resume
         if resume == "auto":
-            from .checkpoint import list_checkpoints
+            from .training.checkpoint import list_checkpoints
 
             resume = cfg.out_dir if list_checkpoints(Path(cfg.out_dir) / "checkpoints") else None
         summary = Trainer(cfg, resume=resume, quiet=args.quiet).train()
@@ -125,9 +125,9 @@ def _relaunch_with_torchrun(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from .checkpoint import load_checkpoint
     from .models import load_base_policy, load_trained_policy
     from .models.lora_export import check_export, export_lora
+    from .training.checkpoint import load_checkpoint
 
     ckpt = load_checkpoint(args.run)
     policy, lcfg = load_trained_policy(ckpt)
@@ -146,7 +146,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_probe(args) -> int:
-    from .probe import run_probe
+    from .rollout.probe import run_probe
 
     prompts, policy, reward = _prompts_policy_reward(args)
     cases = [(recipe, steps, layers) for recipe in args.precision for steps in args.explore_steps for layers in args.explore_layers]
@@ -189,12 +189,12 @@ def cmd_bench(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .report import write_report
+    from .reporting.report import write_report
 
     page = write_report(args.run, args.out)
     print(f"wrote {page} (self-contained; PNGs beside it)")
     if args.screenshot:
-        from .screenshot import screenshot
+        from .reporting.screenshot import screenshot
 
         print(f"wrote {screenshot(page, args.screenshot)}")
     return 0
@@ -300,9 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .checkpoint import CheckpointError
     from .registry import UnknownName
     from .rewards.guard import RewardFault
+    from .training.checkpoint import CheckpointError
 
     args = build_parser().parse_args(argv)
     try:

@@ -7,16 +7,38 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import logging
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import yaml
+
+log = logging.getLogger("solrl.config")
 
 
 class ConfigError(ValueError):
     """A configuration that cannot be used; the message names the key and the fix."""
+
+
+# The vocabulary of every setting with a fixed set of values; the modules that act on them take
+# their lists from here (typing.get_args), so a value is written once.
+Solver = Literal["euler", "dpm2"]
+CompileScope = Literal["eager", "blocks", "model"]  # "eager": not compiled ("off" would read as false in YAML)
+Dtype = Literal["float32", "bfloat16", "float16"]
+FaultPolicy = Literal["skip", "stop"]
+LoraInit = Literal["gaussian", "default", "kaiming", "zeros"]
+AdvMode = Literal["continuous", "positive_only", "negative_only", "one_only", "binary"]
+DecaySchedule = Literal["copy", "linear_to_0_5", "delayed_linear_to_0_999"]
+ParallelMode = Literal["replicate", "fsdp2"]
+Algorithm = Literal["nft", "flow_grpo", "flow_grpo_fast", "dance_grpo", "awm"]
+SDEType = Literal["sde", "cps"]
+AWMWeighting = Literal["uniform", "ghuber"]
+RolloutFamily = Literal["diffusionnft", "naive_scaling", "naive_quant", "sol_rl"]
+SelectionMode = Literal["best_worst", "random", "mean_deviation", "extremes_random"]
+ExploreLayers = Literal["reference", "all"]
 
 
 def compile_scope(value: str | bool) -> str:
@@ -30,14 +52,14 @@ class ModelConfig:
     path: str | None = None          # checkpoint directory or hub id; None = the shipped toy base model
     shift: float | None = None       # timestep-schedule shift; None = the model's own default
     # diffusers families (sana, flux, sd3, qwen_image); the toy model runs in float32 on the CPU
-    dtype: str = "float32"           # weight dtype: float32 | bfloat16 | float16
+    dtype: Dtype = "float32"         # weight dtype
     device: str = "cpu"              # cpu | cuda | cuda:N
     resolution: int | None = None    # image side in pixels; None = the model's native size
     gradient_checkpointing: bool = False  # recompute transformer activations in the backward pass
     offload: bool = False            # text encoders and VAE stay on the CPU, visiting `device` only while used
     vae_tiling: bool = False         # decode in tiles (large images on small GPUs)
     options: dict[str, typing.Any] = field(default_factory=dict)  # family extras: max_sequence_length, embedded_guidance
-    compile: str | bool = "eager"    # torch.compile the policy (rollouts, regeneration, training): eager | blocks | model (solrl/compile.py)
+    compile: CompileScope | bool = "eager"  # torch.compile the policy (rollouts, regeneration, training): solrl/models/compile.py
 
     def __post_init__(self):
         self.compile = compile_scope(self.compile)
@@ -46,7 +68,7 @@ class ModelConfig:
 @dataclass
 class SamplingConfig:
     steps: int = 10                  # ODE steps for rollouts
-    solver: str = "euler"            # euler | dpm2 (both deterministic)
+    solver: Solver = "euler"         # both deterministic
     guidance: float = 1.0            # classifier-free guidance scale; 1.0 = CFG-free (the references' rollouts)
     batch_size: int = 64             # images per forward pass; every pass is padded to it (bitwise-stable seeds)
 
@@ -56,7 +78,7 @@ class RewardConfig:
     name: str = "geneval"            # see solrl.rewards.REWARDS
     weights: dict[str, float] = field(default_factory=dict)  # for name=multi: reward name -> weight
     options: dict[str, typing.Any] = field(default_factory=dict)  # keyword arguments of the reward (model path, device, ...)
-    on_fault: str = "skip"           # skip | stop: what a raising / hanging / NaN reward does (docs/reliability.md)
+    on_fault: FaultPolicy = "skip"   # what a raising / hanging / NaN reward does (docs/reliability.md)
     timeout_seconds: float = 0.0     # give up on a reward call after this long (0 = wait forever)
 
 
@@ -65,7 +87,7 @@ class EvalConfig:
     split: str = "heldout"           # toy-world split (train | heldout) or a prompt file
     seeds_per_prompt: int = 2        # fixed seeds 0..n-1 per prompt, so evaluations compare
     steps: int = 10                  # ODE steps
-    solver: str = "euler"
+    solver: Solver = "euler"
     guidance: float = 1.0
     max_prompts: int = 0             # 0 = every prompt of the split
     grid_prompts: int = 16           # prompts shown in the PNG grid
@@ -77,10 +99,45 @@ class EvalConfig:
 class LoraSection:
     rank: int = 32                   # LoRA rank (references: 32; 64 for Qwen-Image)
     alpha: float = 64.0              # LoRA alpha; scale = alpha / rank
-    init: str = "gaussian"           # gaussian (A ~ N(0, 1/r), B = 0) | default (kaiming A, B = 0)
+    init: LoraInit = "gaussian"      # gaussian (A ~ N(0, 1/r), B = 0) | default (kaiming A, B = 0)
     dropout: float = 0.0
-    target_modules: list[str] = field(default_factory=lambda: [
-        "to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out"])
+    target_modules: list[str] | None = None  # None = the model family's own list (its `lora_target_modules`)
+
+
+@dataclass
+class NFTSection:
+    """DiffusionNFT (train.algorithm=nft)."""
+    beta: float = 1.0                # mixing strength of the implicit positive / negative policies (VeRL-Omni: mix_beta)
+    ref_kl_coef: float = 0.0         # weight of mean (v_theta - v_ref)^2; 1e-4 in the official recipes
+    adv_mode: AdvMode = "continuous"
+    adaptive_weight: bool = True     # official adaptive x0 weighting; False = plain velocity MSE
+    batch_old_ref: bool = False      # old + reference predictions as one mixed-adapter forward (slower on CPU: docs/old-ref-batching.md)
+
+
+@dataclass
+class GRPOSection:
+    """Flow-GRPO and Flow-GRPO-Fast (clip_range also DanceGRPO's)."""
+    clip_range: float = 1e-4         # PPO ratio clip (both papers: 1e-4)
+    kl_coef: float = 0.04            # weight of the closed-form step KL to the reference (paper: 0.04; 0 = off)
+    timestep_fraction: float = 0.99  # share of the SDE steps trained per sample (paper: 0.99; Fast trains its whole window)
+    sde_type: SDEType = "sde"        # sde (sigma_t = a sqrt(t / (1 - t))) | cps (coefficients-preserving)
+    noise_level: float = 0.7         # a of the sde sampler (paper: 0.7); eta in [0, 1] of the cps sampler
+    window_size: int = 2             # Flow-GRPO-Fast: consecutive SDE steps, a random window in the first half (ODE elsewhere)
+
+
+@dataclass
+class DanceSection:
+    """DanceGRPO."""
+    eta: float = 0.3                 # constant diffusion sigma_t = eta (paper: 0.3)
+    timestep_fraction: float = 0.6   # share of the steps trained per sample (paper: 0.6)
+
+
+@dataclass
+class AWMSection:
+    """Advantage Weighted Matching."""
+    old_kl_coef: float = 1.0         # weight of mean (v_theta - v_old)^2, its EMA-policy regulariser (recipe: 1)
+    ref_kl_coef: float = 0.003       # weight of mean (v_theta - v_ref)^2 (recipe: 0.003)
+    weighting: AWMWeighting = "ghuber"  # uniform | ghuber (the recipe's: t (l^0.25 - d) / 0.25 on the matching error l)
 
 
 @dataclass
@@ -95,48 +152,35 @@ class TrainConfig:
     grad_clip: float = 1.0           # max grad norm; a non-finite norm skips the step
     micro_batch: int = 32            # (sample, timestep) pairs per forward/backward
     updates_per_iteration: int = 1   # optimizer steps per rollout batch; update u trains the timestep slots j with j % U == u
-    timestep_fraction: float = 0.5   # share of the rollout's timesteps trained per sample
-    nft_beta: float = 1.0            # DiffusionNFT mixing strength (VeRL-Omni: mix_beta)
-    ref_kl_coef: float = 0.0         # weight of mean (v_theta - v_ref)^2; 1e-4 in the OCR recipe
+    timestep_fraction: float = 0.5   # share of the rollout's timesteps trained per sample (nft, awm)
     adv_clip_max: float = 5.0        # C: advantage clip and loss scale
-    adv_mode: str = "continuous"     # continuous | positive_only | negative_only | one_only | binary
-    adaptive_weight: bool = True     # official adaptive x0 weighting; False = plain velocity MSE
     global_std: bool = True          # normalise advantages by the batch std (else per group)
-    old_policy_decay_schedule: str = "linear_to_0_5"  # copy | linear_to_0_5 | delayed_linear_to_0_999
+    old_policy_decay_schedule: DecaySchedule = "linear_to_0_5"
     old_policy_decay: float | None = None  # a fixed decay overrides the schedule
     old_policy_update_interval: int = 1    # optimizer steps between old-adapter refreshes
     autocast_bf16: bool = False      # bf16 autocast for rollouts and the training forward
-    batch_old_ref: bool = False      # old + reference predictions as one mixed-adapter forward (slower on CPU: docs/old-ref-batching.md)
     time_budget_minutes: float = 0.0 # stop after this wall-clock (0 = run all iterations)
     eval_every: int = 5              # iterations between held-out validations (0 = only at the end)
     checkpoint_every: int = 10       # iterations between checkpoints (0 = only at the end)
     keep_checkpoints: int = 2        # keep the newest N checkpoints
     max_skipped_iterations: int = 3  # consecutive iterations lost to reward failures before stopping
-    parallel: str = "replicate"      # under torchrun: replicate (whole model per rank, LoRA grads all-reduced) | fsdp2 (fully_shard)
-    # objective (solrl/objectives.py); the fields below belong to the algorithms named in their prefix
-    algorithm: str = "nft"           # nft | flow_grpo | flow_grpo_fast | dance_grpo | awm
-    grpo_clip_range: float = 1e-4    # Flow-GRPO / DanceGRPO: PPO ratio clip (both papers: 1e-4)
-    grpo_kl_coef: float = 0.04       # Flow-GRPO: weight of the closed-form step KL to the reference (paper: 0.04; 0 = off)
-    grpo_timestep_fraction: float = 0.99  # Flow-GRPO: share of the SDE steps trained per sample (paper: 0.99; Fast trains its whole window)
-    sde_type: str = "sde"            # Flow-GRPO sampler: sde (sigma_t = a sqrt(t / (1 - t))) | cps (coefficients-preserving)
-    sde_noise_level: float = 0.7     # Flow-GRPO: a of the sde sampler (paper: 0.7); eta in [0, 1] of the cps sampler
-    sde_window_size: int = 2         # Flow-GRPO-Fast: consecutive SDE steps, a random window in the first half (ODE elsewhere)
-    dance_eta: float = 0.3           # DanceGRPO: constant diffusion sigma_t = eta (paper: 0.3)
-    dance_timestep_fraction: float = 0.6  # DanceGRPO: share of the steps trained per sample (paper: 0.6)
-    awm_old_kl_coef: float = 1.0     # AWM: weight of mean (v_theta - v_old)^2, its EMA-policy regulariser (recipe: 1)
-    awm_ref_kl_coef: float = 0.003   # AWM: weight of mean (v_theta - v_ref)^2 (recipe: 0.003)
-    awm_weighting: str = "ghuber"    # AWM: uniform | ghuber (the recipe's: t (l^0.25 - d) / 0.25 on the matching error l)
+    parallel: ParallelMode = "replicate"  # under torchrun: replicate (whole model per rank, LoRA grads all-reduced) | fsdp2 (fully_shard)
+    algorithm: Algorithm = "nft"     # the objective (solrl/training/objectives/); its own settings are in its section
+    nft: NFTSection = field(default_factory=NFTSection)
+    grpo: GRPOSection = field(default_factory=GRPOSection)
+    dance: DanceSection = field(default_factory=DanceSection)
+    awm: AWMSection = field(default_factory=AWMSection)
 
 
 @dataclass
 class RolloutConfig:
-    family: str = "diffusionnft"     # diffusionnft (K in K) | naive_scaling | naive_quant | sol_rl
+    family: RolloutFamily = "diffusionnft"  # diffusionnft (K in K) | naive_scaling | naive_quant | sol_rl
     explore_seeds: int = 48          # N seeds explored per prompt (paper: 96); K = train.group_size
     explore_precision: str = "auto"  # explore recipe: auto (bf16 where native, else fp32) | fp32 | bf16 | int8 | fp8 | mxfp8 | mxfp4 | nvfp4 ...
     explore_steps: int = 6           # explore step budget (paper: 6; full budget = sampling.steps)
-    selection: str = "best_worst"    # best_worst | random | mean_deviation | extremes_random
-    explore_layers: str = "reference"  # reference (keep in bf16 what the Sol-RL reference keeps, per family) | all
-    compile: str | bool = "eager"    # torch.compile the explore engine: eager | blocks | model (quantization fused with its neighbours)
+    selection: SelectionMode = "best_worst"
+    explore_layers: ExploreLayers = "reference"  # reference (keep in bf16 what the Sol-RL reference keeps, per family) | all
+    compile: CompileScope | bool = "eager"  # torch.compile the explore engine (quantization fused with its neighbours)
 
     def __post_init__(self):
         self.compile = compile_scope(self.compile)
@@ -165,6 +209,13 @@ def _suggest(key: str, valid: list[str]) -> str:
 def _check_value(path: str, value, hint):
     """Return `value` converted to the annotated type, or raise ConfigError naming `path`."""
     origin = typing.get_origin(hint)
+    if origin is Literal:
+        options = typing.get_args(hint)
+        if isinstance(value, str) and value in options:
+            return value
+        close = difflib.get_close_matches(str(value), options, n=1, cutoff=0.5)
+        hint_text = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"{path} {value!r} is not one of {', '.join(options)}{hint_text}")
     if origin in (typing.Union, types.UnionType):
         options = typing.get_args(hint)
         if value is None and type(None) in options:
@@ -202,10 +253,37 @@ def _check_value(path: str, value, hint):
     return value
 
 
+# train keys of earlier versions -> their place in the per-algorithm sections (still read, with a warning)
+RENAMED_TRAIN_KEYS = {
+    "nft_beta": "nft.beta", "ref_kl_coef": "nft.ref_kl_coef", "adv_mode": "nft.adv_mode",
+    "adaptive_weight": "nft.adaptive_weight", "batch_old_ref": "nft.batch_old_ref",
+    "grpo_clip_range": "grpo.clip_range", "grpo_kl_coef": "grpo.kl_coef", "grpo_timestep_fraction": "grpo.timestep_fraction",
+    "sde_type": "grpo.sde_type", "sde_noise_level": "grpo.noise_level", "sde_window_size": "grpo.window_size",
+    "dance_eta": "dance.eta", "dance_timestep_fraction": "dance.timestep_fraction",
+    "awm_old_kl_coef": "awm.old_kl_coef", "awm_ref_kl_coef": "awm.ref_kl_coef", "awm_weighting": "awm.weighting",
+}
+
+
+def migrate(data: dict) -> dict:
+    """A config dict with renamed keys moved to their new place (a copy; a warning names each move)."""
+    train = data.get("train")
+    if not isinstance(train, dict) or not RENAMED_TRAIN_KEYS.keys() & train.keys():
+        return data
+    train = dict(train)
+    for old, new in RENAMED_TRAIN_KEYS.items():
+        if old in train:
+            section, key = new.split(".")
+            train[section] = {key: train.pop(old), **(train.get(section) or {})}  # the new name wins
+            log.warning("config key train.%s is now train.%s; the old name still works but will go", old, new)
+    return {**data, "train": train}
+
+
 def from_dict(cls, data: dict, prefix: str = ""):
     """Build dataclass `cls` from a nested dict, validating every key and type."""
     if not isinstance(data, dict):
         raise ConfigError(f"{prefix or 'config'}: expected a mapping, got {data!r}")
+    if cls is Config:
+        data = migrate(data)
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
     kwargs = {}
@@ -219,6 +297,17 @@ def from_dict(cls, data: dict, prefix: str = ""):
         else:
             kwargs[key] = _check_value(path, value, hint)
     return cls(**kwargs)
+
+
+def check_types(obj, prefix: str = "") -> None:
+    """Check a dataclass built or changed in code as from_dict checks one read from YAML."""
+    hints = typing.get_type_hints(type(obj))
+    for f in dataclasses.fields(obj):
+        value, hint = getattr(obj, f.name), hints[f.name]
+        if dataclasses.is_dataclass(hint):
+            check_types(value, f"{prefix}{f.name}.")
+        else:
+            _check_value(f"{prefix}{f.name}", value, hint)
 
 
 def to_dict(cfg) -> dict:
@@ -241,7 +330,8 @@ def apply_override(data: dict, override: str) -> None:
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] = (), cls=Config):
-    """Defaults <- YAML preset (optional) <- dotted overrides, validated into `cls`."""
+    """Defaults <- YAML preset (optional) <- dotted overrides, validated into `cls`; a whole `Config`
+    also passes every check across settings (config_checks.py) here, once."""
     data: dict = {}
     if path is not None:
         path = Path(path)
@@ -252,4 +342,9 @@ def load_config(path: str | Path | None = None, overrides: list[str] = (), cls=C
             raise ConfigError(f"config file {path}: top level must be a mapping of sections")
     for override in overrides:
         apply_override(data, override)
-    return from_dict(cls, data)
+    cfg = from_dict(cls, data)
+    if cls is Config:
+        from .config_checks import check_config
+
+        check_config(cfg)
+    return cfg

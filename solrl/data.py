@@ -1,8 +1,13 @@
-"""Prompt sets: toy-world splits by name, or files (txt: one per line; jsonl / parquet: a `prompt` field)."""
+"""Prompt sets (toy-world splits by name, or files: txt one per line, jsonl / parquet a `prompt` field),
+and the order a run visits them in."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import numpy as np
+
+from .seeding import derived_seed
 
 TOY_SPLITS = ("train", "heldout")
 
@@ -59,3 +64,19 @@ def check_prompt_lengths(policy, prompts: list[str], source: str) -> None:
         i, n = long[0]
         raise ValueError(f"prompt source {source!r}: {len(long)} prompt(s) exceed the text encoder's limit of {limit} tokens, "
                          f"e.g. #{i} ({n} tokens): {prompts[i][:80]!r}; shorten or remove them")
+
+
+def prompt_order(prompts: list[str], run_seed: int, epoch: int) -> list[int]:
+    rng = np.random.default_rng(derived_seed(run_seed, epoch, "epoch"))
+    return rng.permutation(len(prompts)).tolist()
+
+
+def prompts_for_iteration(prompts: list[str], run_seed: int, iteration: int, per_iter: int) -> list[str]:
+    """The prompt groups of an iteration: consecutive slices of per-epoch shuffles (data position = iteration)."""
+    picked, orders = [], {}
+    for position in range(iteration * per_iter, (iteration + 1) * per_iter):
+        epoch, offset = divmod(position, len(prompts))
+        if epoch not in orders:  # one shuffle per epoch touched, not one per prompt
+            orders[epoch] = prompt_order(prompts, run_seed, epoch)
+        picked.append(prompts[orders[epoch][offset]])
+    return picked

@@ -3,8 +3,8 @@ gradient all_reduce: the job must end with rank 1's error, not wait forever."""
 import os
 import sys
 
-from solrl import trainer
 from solrl.cli import main
+from solrl.training import trainer
 
 if os.environ.get("RANK") == "1":
     def _fail(self, *args, **kwargs):

@@ -4,8 +4,8 @@ the regeneration's all-gathers for a rank that left its rollout early."""
 import os
 import sys
 
-from solrl import trainer
 from solrl.cli import main
+from solrl.training import trainer
 
 if os.environ.get("RANK") == "1":
     original = trainer.Trainer.run_iteration

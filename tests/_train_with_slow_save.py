@@ -4,8 +4,8 @@ import sys
 import time
 from pathlib import Path
 
-from solrl import checkpoint
 from solrl.cli import main
+from solrl.training import checkpoint
 
 marker = Path(sys.argv[1])
 _fsync = checkpoint._fsync

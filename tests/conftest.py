@@ -19,13 +19,13 @@ def make_adapted_policy(model_dir, perturb: bool = True):
     """The tiny toy policy with `default` and `old` LoRA adapters on the attention projections;
     with `perturb`, both adapters get different random weights so each changes the output."""
     from solrl.models import load_policy
-    from solrl.models.lora import ROLLOUT, TRAINED, adapter_params, add_policy_adapters, lora_config
+    from solrl.models.lora import OLD, TRAINED, adapter_params, add_policy_adapters, lora_config
 
     policy = load_policy("toy", str(model_dir))
     add_policy_adapters(policy.transformer, lora_config(4, 8, "gaussian", ["to_q", "to_k", "to_v", "to_out.0"]))
     if perturb:
         with torch.no_grad():
-            for name in (TRAINED, ROLLOUT):
+            for name in (TRAINED, OLD):
                 for p in adapter_params(policy.transformer, name).values():
                     p.add_(0.05 * torch.randn_like(p))
     policy.transformer.eval()

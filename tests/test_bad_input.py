@@ -8,10 +8,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from solrl.cli import main
+from solrl.config import load_config
 from solrl.rewards.base import REWARDS, Reward, RewardResult
 from solrl.rewards.guard import RewardFault
-from solrl.config import load_config
-from solrl.trainer import Trainer
+from solrl.training.trainer import Trainer
 
 LONG_PROMPT = "a red circle " + " ".join(["next to a blue square"] * 8)
 
@@ -43,7 +43,7 @@ CASES = [
     ("negative lr", ["train.lr=-1e-4"], [], ["train.lr must be > 0"]),
     ("zero steps", ["sampling.steps=0"], [], ["sampling.steps must be >= 1"]),
     ("unknown family", ["rollout.family=solrl"], [], ["rollout.family 'solrl' is not one of", "sol_rl"]),
-    ("unknown solver", ["sampling.solver=heun"], [], ["sampling.solver 'heun' is not euler or dpm2"]),
+    ("unknown solver", ["sampling.solver=heun"], [], ["sampling.solver 'heun' is not one of euler, dpm2"]),
     ("unknown fault policy", ["reward.on_fault=ignore"], [], ["reward.on_fault 'ignore' is not one of skip, stop"]),
     ("unknown parallel mode", ["train.parallel=fsdp"], [], ["train.parallel 'fsdp' is not one of replicate, fsdp2"]),
     ("unknown reward", ["reward.name=pickscor"], [], ["unknown reward 'pickscor'", "pickscore"]),

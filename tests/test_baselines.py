@@ -22,12 +22,13 @@ from solrl.algorithms.sde import (
     marginal_sde_step,
 )
 from solrl.bench import objective_table
-from solrl.checkpoint import list_checkpoints, load_checkpoint
 from solrl.config import ConfigError
 from solrl.models import load_policy
-from solrl.models.lora import ROLLOUT, TRAINED, adapter_params, copy_adapter
-from solrl.sde_rollout import SDESpec, generate_sde, step_noise
-from solrl.trainer import Trainer
+from solrl.models.lora import OLD, TRAINED, adapter_params, copy_adapter
+from solrl.rollout.dynamics import Dynamics
+from solrl.rollout.generation import generate_sde, step_noise
+from solrl.training.checkpoint import list_checkpoints, load_checkpoint
+from solrl.training.trainer import Trainer
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)  # 0.918939
 
@@ -132,7 +133,7 @@ def test_sde_window_stays_in_the_first_half():
     gen = torch.Generator().manual_seed(0)
     starts = {sde_window(10, 2, gen)[0] for _ in range(200)}
     assert starts == {0, 1, 2, 3}  # windows [s, s + 2) inside the first 5 steps, every start reachable
-    with pytest.raises(ValueError, match="sde_window_size"):
+    with pytest.raises(ValueError, match="window_size"):
         sde_window(10, 11)
 
 
@@ -142,7 +143,7 @@ def tiny_policy(tiny_toy_dir):
     return load_policy("toy", str(tiny_toy_dir))
 
 
-@pytest.mark.parametrize("sde", [SDESpec("flow", 0.7), SDESpec("cps", 0.5), SDESpec("dance", 0.3, window=(1, 2))])
+@pytest.mark.parametrize("sde", [Dynamics("flow", 0.7), Dynamics("cps", 0.5), Dynamics("dance", 0.3, window=(1, 2))])
 def test_sde_trajectory_is_batch_invariant_and_self_consistent(tiny_policy, sde):
     prompts, seeds = ["two red circles", "one blue square", "three green triangles"], [11, 12, 13]
     full = generate_sde(tiny_policy, prompts, seeds, 3, sde, batch_size=4)
@@ -164,7 +165,7 @@ def test_sde_trajectory_is_batch_invariant_and_self_consistent(tiny_policy, sde)
 
 
 # ---- trainer ----------------------------------------------------------------------------------
-PG = ["train.old_policy_decay_schedule=copy", "train.sde_window_size=1"]
+PG = ["train.old_policy_decay_schedule=copy", "train.grpo.window_size=1"]
 ALGOS = {"flow_grpo": PG, "flow_grpo_fast": PG, "dance_grpo": PG, "awm": [], "nft": []}
 
 
@@ -180,7 +181,7 @@ def test_flow_grpo_ratio_is_one_on_policy_and_not_off_policy(tiny_toy_dir, tmp_p
     with torch.no_grad():  # a LoRA that changes the output, identical in both adapters (on-policy)
         for p in adapter_params(trainer.model, TRAINED).values():
             p.add_(0.05 * torch.randn_like(p))
-    copy_adapter(trainer.model, TRAINED, ROLLOUT)
+    copy_adapter(trainer.model, TRAINED, OLD)
     if trainer.engine is not None:
         trainer.engine.sync(trainer.policy)
     record = trainer.run_iteration(0)
@@ -231,8 +232,8 @@ def test_each_objective_trains_and_resumes_identically(tiny_toy_dir, tmp_path, a
     (["train.algorithm=dance_grpo"], "old_policy_decay_schedule=copy"),
     (["train.algorithm=flow_grpo", "train.old_policy_decay_schedule=copy", "sampling.solver=dpm2"], "solver=euler"),
     (["train.algorithm=flow_grpo", "train.old_policy_decay_schedule=copy", "sampling.guidance=4.5"], "guidance"),
-    (["train.algorithm=flow_grpo_fast", "train.old_policy_decay_schedule=copy", "train.sde_window_size=3"], "sde_window_size"),
-    (["train.algorithm=awm", "train.awm_weighting=huber"], "awm_weighting"),
+    (["train.algorithm=flow_grpo_fast", "train.old_policy_decay_schedule=copy", "train.grpo.window_size=3"], "grpo.window_size"),
+    (["train.algorithm=awm", "train.awm.weighting=huber"], "awm.weighting"),
     (["train.algorithm=ppo"], "train.algorithm"),
 ])
 def test_objectives_refuse_options_they_cannot_use(tiny_toy_dir, tmp_path, extra, match):

@@ -5,9 +5,9 @@ import json
 import pytest
 import torch
 
-from solrl import checkpoint as ckpt
-from solrl.checkpoint import CheckpointError, list_checkpoints, load_checkpoint, save_checkpoint, seal_path
-from solrl.metrics_log import truncate_after
+from solrl.reporting.metrics_log import truncate_after
+from solrl.training import checkpoint as ckpt
+from solrl.training.checkpoint import CheckpointError, list_checkpoints, load_checkpoint, save_checkpoint, seal_path
 
 
 def _state(i):

@@ -4,16 +4,16 @@ import dataclasses
 
 import pytest
 import torch
+from conftest import make_adapted_policy
 from torch._dynamo.testing import CompileCounterWithBackend
 
-import solrl.compile
-from conftest import make_adapted_policy
-from solrl.checkpoint import checkpoint_path, load_checkpoint
+import solrl.models.compile
 from solrl.config import load_config
-from solrl.models.lora import ROLLOUT, adapter_params
+from solrl.models.lora import OLD, adapter_params
 from solrl.precision.engine import ExploreEngine
 from solrl.precision.linear import get_recipe
-from solrl.trainer import Trainer
+from solrl.training.checkpoint import checkpoint_path, load_checkpoint
+from solrl.training.trainer import Trainer
 
 pytestmark = pytest.mark.slow
 # relative velocity difference compiled vs eager: fused kernels reorder float sums (fp32 ~1e-7 seen);
@@ -24,7 +24,7 @@ TOLERANCE = {"fp32": 1e-5, "int8": 1e-4, "nvfp4": 1e-4, "bf16": 2e-2}
 @pytest.fixture()
 def counter(monkeypatch):
     count = CompileCounterWithBackend("inductor")
-    monkeypatch.setattr(solrl.compile, "BACKEND", count)
+    monkeypatch.setattr(solrl.models.compile, "BACKEND", count)
     return count
 
 
@@ -51,7 +51,7 @@ def test_compiled_engine_matches_eager_and_a_sync_does_not_recompile(tiny_toy_di
     frames = counter.frame_count
     assert frames >= 1
     with torch.no_grad():  # the old adapter moves (an update's EMA refresh); both engines re-sync in place
-        for p in adapter_params(policy.transformer, ROLLOUT).values():
+        for p in adapter_params(policy.transformer, OLD).values():
             p.add_(0.2 * torch.randn_like(p))
     eager.sync(policy), compiled.sync(policy)
     after = compiled.velocity(x, t, cond)

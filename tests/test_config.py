@@ -48,3 +48,36 @@ def test_yaml_preset_then_override(tmp_path):
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
 def test_every_shipped_preset_loads(path):
     load_config(path)
+
+
+def test_renamed_train_keys_still_work_with_a_warning(caplog):
+    """Keys of earlier versions (flat, prefixed by algorithm) land in their section; the new name wins."""
+    with caplog.at_level("WARNING", logger="solrl.config"):
+        cfg = load_config(None, ["train.nft_beta=0.3", "train.grpo_clip_range=0.2", "train.awm_weighting=uniform"])
+    assert (cfg.train.nft.beta, cfg.train.grpo.clip_range, cfg.train.awm.weighting) == (0.3, 0.2, "uniform")
+    assert "train.nft_beta is now train.nft.beta" in caplog.text
+    cfg = load_config(None, ["train.nft.beta=0.7", "train.nft_beta=0.3"])
+    assert cfg.train.nft.beta == 0.7
+
+
+def test_fixed_value_sets_are_checked_with_a_suggestion():
+    with pytest.raises(ConfigError, match=r"train.nft.adv_mode 'positive' is not one of .*did you mean 'positive_only'"):
+        load_config(None, ["train.nft.adv_mode=positive"])
+    cfg = load_config(None)
+    cfg.train.parallel = "fsdp"  # changed in code: the Trainer's check sees it too
+    from solrl.config_checks import check_config
+
+    with pytest.raises(ConfigError, match="train.parallel 'fsdp' is not one of replicate, fsdp2"):
+        check_config(cfg)
+
+
+def test_vocabulary_is_written_once():
+    """The modules acting on a setting take their list from the config's Literal."""
+    import typing
+
+    from solrl.algorithms.nft import DECAY_SCHEDULES
+    from solrl.config import DecaySchedule
+    from solrl.training.objectives import ALGORITHMS, OBJECTIVES
+
+    assert set(DECAY_SCHEDULES) == set(typing.get_args(DecaySchedule))  # a table keyed by the names
+    assert set(OBJECTIVES) == set(ALGORITHMS)  # every algorithm registered

@@ -8,14 +8,14 @@ import pytest
 import torch
 
 from solrl.config import load_config
-from solrl.generation import generate
 from solrl.models import load_policy
 from solrl.models.diffusers_t2i import pack_2x2, schedule_shift, unpack_2x2
 from solrl.models.lora import TRAINED, adapter
 from solrl.models.lora_export import LOAD_ROUTES, check_export, export_lora
 from solrl.rewards.base import REWARDS, Reward, RewardResult
-from solrl.sampling import initial_noise
-from solrl.trainer import Trainer
+from solrl.rollout.generation import generate
+from solrl.rollout.sampling import initial_noise
+from solrl.training.trainer import Trainer
 
 RESOLUTION = {"sd3": 32, "flux": 32, "sana": 32, "qwen_image": 32}
 EXPLORE = {"sd3": "int8", "flux": "nvfp4", "sana": "nvfp4", "qwen_image": "int8"}
@@ -36,7 +36,7 @@ class _Contrast(Reward):
 @pytest.fixture(scope="session")
 def pipeline_dirs(tmp_path_factory):
     """Each family's tiny pipeline, built and saved once per session (on first use)."""
-    from solrl.models.random_pipelines import build_random_pipeline
+    from solrl.testing.random_pipelines import build_random_pipeline
 
     built = {}
 
@@ -135,7 +135,7 @@ def _train_config(family, path, out, prompt_file):
 
 
 def _policy_class(family):
-    from solrl.models.diffusers_families import FAMILIES as CLASSES
+    from solrl.models.diffusers_families import MODEL_FAMILIES as CLASSES
 
     return CLASSES[family]
 
@@ -235,8 +235,8 @@ def test_fsdp2_shards_each_family_and_keeps_its_velocity(family, pipeline_dirs, 
     import torch.distributed as dist
     from torch.distributed.tensor import DTensor
 
-    from solrl.models.lora import TRAINED, add_policy_adapters, adapter_params, lora_config
-    from solrl.sharding import block_lists, full, shard_model
+    from solrl.models.lora import TRAINED, adapter_params, add_policy_adapters, lora_config
+    from solrl.parallel.sharding import block_lists, full, shard_model
 
     policy = _policy(family, pipeline_dirs(family))
     add_policy_adapters(policy.transformer, lora_config(4, 8, "gaussian", list(policy.lora_target_modules)))

@@ -13,9 +13,9 @@ import torch
 import yaml
 from torch.distributed.tensor import DTensor
 
-from solrl.checkpoint import checkpoint_path, load_checkpoint
 from solrl.config import load_config
-from solrl.trainer import Trainer
+from solrl.training.checkpoint import checkpoint_path, load_checkpoint
+from solrl.training.trainer import Trainer
 
 pytestmark = pytest.mark.slow
 HERE = Path(__file__).parent

@@ -3,9 +3,9 @@ import dataclasses
 import pytest
 import torch
 import torch.nn.functional as F
-
 from conftest import make_adapted_policy
-from solrl.models.lora import ROLLOUT, adapter, ema_update
+
+from solrl.models.lora import OLD, adapter, ema_update
 from solrl.precision.engine import ExploreEngine
 from solrl.precision.formats import quantize_dequantize
 from solrl.precision.linear import QuantLinear, get_recipe, select_kernel
@@ -76,7 +76,7 @@ def test_engine_follows_the_old_adapter_and_resyncs_in_place(policy):
     x, t, cond = _inputs(policy)
     engine = ExploreEngine(policy, _tiny("bf16"))
     assert engine.report.quantized
-    with torch.no_grad(), adapter(policy.transformer, ROLLOUT):
+    with torch.no_grad(), adapter(policy.transformer, OLD):
         v_old = policy.velocity(x, t, cond)
     v = engine.velocity(x, t, cond)
     assert ((v - v_old).norm() / v_old.norm()).item() < 0.02  # bf16 rounding only
@@ -127,7 +127,7 @@ def test_blocked_formats_quantize_only_layers_whose_both_dims_fit_their_blocks(r
 def test_nvfp4_explore_images_do_not_depend_on_their_batch_mates(policy):
     """Per-sample activation scales make a seed's explore image bitwise the same alone or in a batch;
     one scale for the whole batch (nvfp4_tensor, TE's default) does not (issue 15: 8.5% difference)."""
-    from solrl.generation import generate
+    from solrl.rollout.generation import generate
 
     prompts, seeds = ["two red circles", "one blue square", "four green triangles", "three red squares"], [0, 1, 2, 3]
 
@@ -171,7 +171,7 @@ def test_reference_layers_keep_what_sol_rl_keeps_in_bf16(policy):
     ("flux", "single_transformer_blocks.0.proj_mlp", (3072, 12288), False),
 ])
 def test_reference_layer_rules_at_the_real_models_sizes(family, name, shape, kept):
-    from solrl.models.diffusers_families import FAMILIES
+    from solrl.models.diffusers_families import MODEL_FAMILIES
 
     hidden = {"sd3": 2432, "sana": 2240, "flux": 3072}[family]
-    assert FAMILIES[family].explore_keep.keeps(name, *shape, hidden) is kept
+    assert MODEL_FAMILIES[family].explore_keep.keeps(name, *shape, hidden) is kept

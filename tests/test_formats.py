@@ -2,8 +2,21 @@
 import pytest
 import torch
 
-from solrl.precision.formats import (FORMATS, mxfp4, mxfp8, nvfp4, nvfp4_2d, fp8_e4m3, int8, pack_nvfp4,
-                                     packed_bits_per_element, quantize_dequantize, round_e2m1, round_e4m3, unpack_nvfp4)
+from solrl.precision.formats import (
+    FORMATS,
+    fp8_e4m3,
+    int8,
+    mxfp4,
+    mxfp8,
+    nvfp4,
+    nvfp4_2d,
+    pack_nvfp4,
+    packed_bits_per_element,
+    quantize_dequantize,
+    round_e2m1,
+    round_e4m3,
+    unpack_nvfp4,
+)
 
 
 def test_e2m1_rounds_half_to_even():

@@ -53,7 +53,7 @@ def test_the_random_sana_vae_decodes_sana_16b_latents(tmp_path):
     import torch
 
     from solrl.models import load_policy
-    from solrl.models.random_pipelines import TINY_TRANSFORMERS, build_random_pipeline
+    from solrl.testing.random_pipelines import TINY_TRANSFORMERS, build_random_pipeline
 
     config = dict(TINY_TRANSFORMERS["sana"], in_channels=32, out_channels=32)
     build_random_pipeline("sana", tmp_path, transformer_config=config, vae_levels=6)

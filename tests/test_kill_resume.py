@@ -13,7 +13,7 @@ import pytest
 import torch
 import yaml
 
-from solrl.checkpoint import list_checkpoints, load_checkpoint
+from solrl.training.checkpoint import list_checkpoints, load_checkpoint
 
 pytestmark = pytest.mark.slow
 ITERATIONS = 16

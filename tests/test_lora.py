@@ -1,8 +1,8 @@
 import pytest
 import torch
-
 from conftest import make_adapted_policy
-from solrl.models.lora import (ROLLOUT, TRAINED, adapter, adapter_params, ema_update, mixed_adapter_batch, use_adapter)
+
+from solrl.models.lora import OLD, TRAINED, adapter, adapter_params, ema_update, mixed_adapter_batch, use_adapter
 
 
 @pytest.fixture()
@@ -19,19 +19,19 @@ def _inputs(policy):
 
 def test_only_the_trained_adapter_keeps_gradients(policy):
     model = policy.transformer
-    for name in (ROLLOUT, None, TRAINED):
+    for name in (OLD, None, TRAINED):
         use_adapter(model, name)
         assert all(p.requires_grad for p in adapter_params(model, TRAINED).values())
-        assert not any(p.requires_grad for p in adapter_params(model, ROLLOUT).values())
+        assert not any(p.requires_grad for p in adapter_params(model, OLD).values())
         assert not any(p.requires_grad for n, p in model.named_parameters() if "lora_" not in n)
 
 
 def test_ema_update_formula(policy):
     model = policy.transformer
-    old = {k: v.clone() for k, v in adapter_params(model, ROLLOUT).items()}
+    old = {k: v.clone() for k, v in adapter_params(model, OLD).items()}
     new = {k: v.clone() for k, v in adapter_params(model, TRAINED).items()}
     ema_update(model, 0.25)
-    for k, p in adapter_params(model, ROLLOUT).items():
+    for k, p in adapter_params(model, OLD).items():
         torch.testing.assert_close(p, 0.25 * old[k] + 0.75 * new[k])
 
 
@@ -39,13 +39,13 @@ def test_mixed_adapter_batch_equals_separate_forwards(policy):
     model = policy.transformer
     x, t, cond = _inputs(policy)
     with torch.no_grad():
-        with adapter(model, ROLLOUT):
+        with adapter(model, OLD):
             v_old = policy.velocity(x, t, cond)
         with adapter(model, None):
             v_ref = policy.velocity(x, t, cond)
         with adapter(model, TRAINED):
             v_default = policy.velocity(x, t, cond)
-        with mixed_adapter_batch(model, [ROLLOUT] * 3 + ["__base__"] * 3):
+        with mixed_adapter_batch(model, [OLD] * 3 + ["__base__"] * 3):
             v = policy.velocity(torch.cat([x, x]), torch.cat([t, t]), type(cond).cat([cond, cond]))
     torch.testing.assert_close(v[:3], v_old, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(v[3:], v_ref, atol=1e-5, rtol=1e-5)

@@ -1,9 +1,10 @@
 import json
+
 import numpy as np
 import pytest
 
-from solrl.probe import run_probe, selection_match
 from solrl.rewards import build_reward
+from solrl.rollout.probe import run_probe, selection_match
 
 
 def test_selection_match_hand_values():

@@ -7,8 +7,8 @@ from PIL import Image
 
 from solrl.cli import main
 from solrl.config import load_config
-from solrl.screenshot import find_browser, screenshot
-from solrl.trainer import Trainer
+from solrl.reporting.screenshot import find_browser, screenshot
+from solrl.training.trainer import Trainer
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def test_report_on_a_directory_without_logs_says_what_it_needs(tmp_path, capsys)
 
 @pytest.mark.skipif(find_browser() is None, reason="no headless Chromium on this machine (.ci/run installs Debian's chromium)")
 def test_report_renders_in_headless_chromium(sol_rl_run, tmp_path):
-    from solrl.report import write_report
+    from solrl.reporting.report import write_report
 
     page = write_report(sol_rl_run, tmp_path / "report")
     shot = np.asarray(Image.open(screenshot(page, tmp_path / "shot.png", height=1800)).convert("RGB"))
@@ -56,7 +56,7 @@ def test_report_renders_in_headless_chromium(sol_rl_run, tmp_path):
 
 
 def test_the_report_warns_when_the_reward_rises_while_the_gold_metric_falls():
-    from solrl.report import _gold_row
+    from solrl.reporting.report import _gold_row
 
     hacked = [{"iteration": 0, "mean_score": 0.35, "gold_accuracy": 0.10, "world_likeness": 0.60},
               {"iteration": 10, "mean_score": 0.45, "gold_accuracy": 0.02, "world_likeness": 0.20}]

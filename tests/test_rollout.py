@@ -1,12 +1,12 @@
 import pytest
 import torch
-
 from conftest import make_adapted_policy
-from solrl.generation import generate
-from solrl.models.lora import ROLLOUT, adapter
+
+from solrl.models.lora import OLD, adapter
 from solrl.precision.engine import ExploreEngine
 from solrl.rewards.base import Reward, RewardResult
-from solrl.rollout import RolloutSpec, run_rollout
+from solrl.rollout.driver import RolloutSpec, run_rollout
+from solrl.rollout.generation import generate
 
 
 class _Brightness(Reward):
@@ -34,7 +34,7 @@ def test_sol_rl_regenerates_exactly_what_direct_full_precision_sampling_gives(po
     batch = run_rollout(policy, _Brightness(), PROMPTS, seeds, _spec("sol_rl"), engine)
     assert batch.samples.shape[0] == 4 and batch.group_ids.tolist() == [0, 0, 1, 1]
     # sample the selected seeds directly, alone and in another batch composition
-    with adapter(policy.transformer, ROLLOUT):
+    with adapter(policy.transformer, OLD):
         for i, (prompt, seed) in enumerate(zip(batch.prompts, batch.seeds)):
             alone = generate(policy, [prompt], [seed], steps=3, batch_size=5)
             assert torch.equal(alone[0], batch.samples[i]), i
@@ -46,7 +46,7 @@ def test_sol_rl_regenerates_exactly_what_direct_full_precision_sampling_gives(po
 def test_naive_scaling_keeps_the_best_and_worst_by_full_reward(policy):
     seeds = list(range(12))
     batch = run_rollout(policy, _Brightness(), PROMPTS, seeds, _spec("naive_scaling"))
-    with adapter(policy.transformer, ROLLOUT):
+    with adapter(policy.transformer, OLD):
         full = generate(policy, [p for p in PROMPTS for _ in range(6)], seeds, steps=3)
     scores = policy.decode(full).mean(dim=(1, 2, 3))
     for g in range(2):
@@ -73,3 +73,29 @@ def test_rollout_refuses_inconsistent_requests(policy):
         run_rollout(policy, _Brightness(), PROMPTS, list(range(12)), _spec("grpo"))
     with pytest.raises(ValueError, match="12 seeds for 4 samples"):
         run_rollout(policy, _Brightness(), PROMPTS, list(range(12)), _spec("diffusionnft"))
+
+
+def test_a_step_returns_a_named_output_for_each_dynamics():
+    from solrl.algorithms.sde import gaussian_log_prob
+    from solrl.rollout.dynamics import ODE, Dynamics
+
+    gen = torch.Generator().manual_seed(0)
+    x, v, z = (torch.randn(2, 3, 4, 4, generator=gen) for _ in range(3))
+    t, t_next = torch.full((2,), 0.8, dtype=torch.float64), torch.full((2,), 0.5, dtype=torch.float64)
+    ode = ODE.step(x, v, t, t_next, False, z, 0.9)
+    assert torch.equal(ode.prev_sample, x + (0.5 - 0.8) * v) and ode.log_prob.eq(0).all() and ode.mean is None
+    flow = Dynamics("flow", 0.7)
+    out = flow.step(x, v, t, t_next, True, z, 0.9)
+    mean, std = flow.transition(x, v, t, t_next, 0.9)
+    assert torch.equal(out.prev_sample, mean + std * z) and torch.equal(out.log_prob, gaussian_log_prob(out.prev_sample, mean, std))
+    assert not ODE.stochastic_steps(3).any() and Dynamics("cps", 0.5).stochastic_steps(3).tolist() == [True, True, False]
+    with pytest.raises(ValueError, match="unknown dynamics 'heun'"):
+        Dynamics("heun")
+
+
+def test_naive_quant_refuses_sde_dynamics():
+    from solrl.rollout.dynamics import Dynamics
+
+    spec = RolloutSpec("naive_quant", 2, 4, dynamics=Dynamics("flow", 0.7))
+    with pytest.raises(ValueError, match="no full-precision SDE trajectory"):
+        run_rollout(None, None, ["one red circle"], [0, 1, 2, 3], spec, engine=object())  # refused before any work

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from solrl.sampling import guided_velocity, initial_noise, sample, shift_time, timesteps
+from solrl.rollout.sampling import guided_velocity, initial_noise, sample, shift_time, timesteps
 
 
 def test_noise_of_a_seed_ignores_batch_size_order_and_dtype():
@@ -19,7 +19,7 @@ def test_noise_of_a_seed_ignores_batch_size_order_and_dtype():
 
 
 def test_generation_is_bitwise_independent_of_batch_composition(toy_policy):
-    from solrl.generation import generate
+    from solrl.rollout.generation import generate
 
     prompts, seeds = ["two red circles", "one blue square", "four green triangles"], [3, 1, 4]
     together = generate(toy_policy, prompts, seeds, steps=2, batch_size=4)
@@ -119,3 +119,17 @@ def test_dpm2_is_diffusers_dpm_solver_pp_2m_with_flow_sigmas():
     ours = sample(velocity, noise, None, num_steps=8, solver="dpm2", grid=grid)
     torch.testing.assert_close(ours, x, atol=1e-6, rtol=1e-6)  # diffusers keeps its sigmas in float32: 1.6e-7 seen
     assert (sample(velocity, noise, None, num_steps=8, solver="euler", grid=grid) - x).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("shift", [1.0, 3.0])
+def test_shift_is_diffusers_flow_match_static_shift(shift):
+    """shift_time against FlowMatchEulerDiscreteScheduler(shift=s): its sigmas are the shifted
+    linspace(1, sigma_min, N), where sigma_min is its smallest training sigma, itself already shifted
+    (so the last point is shifted twice); diffusers keeps them in float32."""
+    from diffusers import FlowMatchEulerDiscreteScheduler
+
+    scheduler = FlowMatchEulerDiscreteScheduler(shift=shift)
+    scheduler.set_timesteps(8)
+    sigma_min = shift_time(torch.tensor(1.0 / scheduler.config.num_train_timesteps, dtype=torch.float64), shift)
+    unshifted = torch.linspace(1.0, float(sigma_min), 8, dtype=torch.float64)
+    torch.testing.assert_close(shift_time(unshifted, shift).float(), scheduler.sigmas[:-1], atol=1e-6, rtol=1e-6)

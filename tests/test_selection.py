@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from solrl.selection import select_seeds
+from solrl.rollout.selection import select_seeds
 
 
 def test_best_worst_takes_the_extremes():

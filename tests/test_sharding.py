@@ -7,10 +7,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.tensor import DTensor
 
-from solrl.rewards.base import Reward, RewardResult
-from solrl.rewards.guard import DeferredFaults
-from solrl.rollout import RolloutSpec, score_in_batches
-from solrl.sharding import (
+from solrl.parallel.sharding import (
     block_lists,
     full,
     full_state,
@@ -18,6 +15,9 @@ from solrl.sharding import (
     shard_model,
     shard_optimizer_state,
 )
+from solrl.rewards.base import Reward, RewardResult
+from solrl.rewards.guard import DeferredFaults
+from solrl.rollout.driver import RolloutSpec, score_in_batches
 
 
 @pytest.fixture
@@ -126,6 +126,6 @@ def test_score_in_batches_leaves_out_a_part_some_batch_lacks():
             return x
 
     spec = RolloutSpec(batch_size=2)
-    kept, scores, parts, _, _ = score_in_batches(Policy(), reward, ["p"] * 4, list(range(4)), spec,
-                                                 lambda p, s: (torch.zeros(len(p), 3, 4, 4), None))
-    assert scores.tolist() == pytest.approx([0.1, 0.2, 0.0, 0.0]) and parts == {} and len(reward.faults) == 1
+    kept, scored = score_in_batches(Policy(), reward, ["p"] * 4, list(range(4)), spec,
+                                    lambda p, s: (torch.zeros(len(p), 3, 4, 4), None))
+    assert scored.scores.tolist() == pytest.approx([0.1, 0.2, 0.0, 0.0]) and scored.parts == {} and len(reward.faults) == 1

@@ -48,7 +48,7 @@ def test_latent_pretraining_writes_a_model_the_trainer_runs_on(tmp_path):
     from solrl.config import load_config
     from solrl.toyworld.pretrain import PretrainConfig, pretrain_toy
     from solrl.toyworld.pretrain_autoencoder import AutoencoderConfig, pretrain_autoencoder
-    from solrl.trainer import Trainer
+    from solrl.training.trainer import Trainer
 
     quiet = lambda *a: None
     ae_dir = pretrain_autoencoder(AutoencoderConfig(out=str(tmp_path / "ae"), steps=2, batch_size=4, width=16), log=quiet)

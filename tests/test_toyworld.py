@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from solrl.toyworld.grammar import (COLORS, PromptGrammarError, all_scenes, parse_prompt, split_prompts)
+from solrl.toyworld.grammar import COLORS, PromptGrammarError, all_scenes, parse_prompt, split_prompts
 from solrl.toyworld.render import render_scene, shape_mask
 from solrl.toyworld.verifier import detect_objects, verify
 

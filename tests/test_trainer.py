@@ -4,13 +4,13 @@ import math
 import pytest
 import torch
 
-from solrl.checkpoint import list_checkpoints, load_checkpoint
 from solrl.config import ConfigError, load_config
-from solrl.generation import generate
 from solrl.models import load_policy
-from solrl.models.lora import ROLLOUT, TRAINED, adapter, adapter_params
+from solrl.models.lora import OLD, TRAINED, adapter, adapter_params
 from solrl.rewards.base import REWARDS, Reward, RewardResult
-from solrl.trainer import Trainer
+from solrl.rollout.generation import generate
+from solrl.training.checkpoint import list_checkpoints, load_checkpoint
+from solrl.training.trainer import Trainer
 
 
 @REWARDS.register("test_brightness")
@@ -130,7 +130,7 @@ def test_a_skipped_optimizer_step_leaves_the_old_policy_alone(tiny_toy_dir, tmp_
     trainer = Trainer(_cfg(tiny_toy_dir, tmp_path / "run"), quiet=True)
     first = trainer.run_iteration(0)
     assert first["skipped_step"] == 0 and trainer.state.optimizer_step == 1
-    old_before = {k: v.detach().clone() for k, v in adapter_params(trainer.model, ROLLOUT).items()}
+    old_before = {k: v.detach().clone() for k, v in adapter_params(trainer.model, OLD).items()}
     assert any(not torch.equal(v, p) for (k, v), p in zip(old_before.items(), adapter_params(trainer.model, TRAINED).values()))
     accumulate = trainer.objective.accumulate
 
@@ -142,7 +142,7 @@ def test_a_skipped_optimizer_step_leaves_the_old_policy_alone(tiny_toy_dir, tmp_
     trainer.objective.accumulate = poisoned
     second = trainer.run_iteration(1)
     assert second["skipped_step"] == 1 and trainer.state.optimizer_step == 1 and math.isnan(second["old_decay"])
-    for key, value in adapter_params(trainer.model, ROLLOUT).items():
+    for key, value in adapter_params(trainer.model, OLD).items():
         assert torch.equal(value, old_before[key]), key
 
 

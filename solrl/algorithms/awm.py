@@ -16,9 +16,13 @@ d = 1e-10, which flattens the loss for large errors and down-weights low-noise t
 """
 from __future__ import annotations
 
+import typing
+
 import torch
 
-AWM_WEIGHTINGS = ("uniform", "ghuber")
+from ..config import AWMWeighting
+
+AWM_WEIGHTINGS = typing.get_args(AWMWeighting)
 GHUBER_POWER = 0.25
 _GHUBER_FLOOR = 1e-10
 

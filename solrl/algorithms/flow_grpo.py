@@ -62,7 +62,7 @@ def sde_window(num_steps: int, size: int, generator: torch.Generator | None = No
     """Flow-GRPO-Fast: the [start, end) step range sampled by the SDE, drawn uniformly so that the
     window starts in the first half of the trajectory (where samples diverge most); ODE elsewhere."""
     if not 1 <= size <= num_steps:
-        raise ValueError(f"sde_window_size must be in [1, {num_steps}] for {num_steps} steps, got {size}")
+        raise ValueError(f"train.grpo.window_size must be in [1, {num_steps}] for {num_steps} steps, got {size}")
     last_start = max(0, num_steps // 2 - size)
     start = int(torch.randint(0, last_start + 1, (1,), generator=generator))
     return start, start + size

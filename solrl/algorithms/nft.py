@@ -1,44 +1,23 @@
 """DiffusionNFT: the forward-process RL objective (SPEC.md section 1), as pure functions.
 
-Two betas are named apart on purpose: `nft_beta` (here `beta`) mixes the old and current
-velocities in the implicit positive / negative policies; `ref_kl_coef` weights the optional
-velocity-space regulariser towards the reference model.
+Two betas are named apart on purpose: `train.nft.beta` (here `beta`) mixes the old and current
+velocities in the implicit positive / negative policies; `train.nft.ref_kl_coef` weights the optional
+velocity-space regulariser towards the reference model. Group advantages: training/advantages.py.
 """
 from __future__ import annotations
 
+import typing
+
 import torch
 
-ADV_MODES = ("continuous", "positive_only", "negative_only", "one_only", "binary")
+from ..config import AdvMode
+
+ADV_MODES = typing.get_args(AdvMode)
 DECAY_SCHEDULES = {  # name -> (warmup steps, rate per step, maximum)
     "copy": (0, 0.0, 0.0),
     "linear_to_0_5": (0, 0.001, 0.5),
     "delayed_linear_to_0_999": (75, 0.0075, 0.999),
 }
-
-
-def group_advantages(rewards: torch.Tensor, group_ids: torch.Tensor, global_std: bool = True, eps: float = 1e-4):
-    """A = (R - mean_group(R)) / (Z + eps); Z = std of all rewards (global) or of the group.
-
-    Returns (advantages, zero_std_ratio): the share of groups whose rewards are all equal, whose
-    advantages are exactly 0 (no learning signal from them).
-    """
-    rewards = rewards.double()
-    if rewards.shape != group_ids.shape:
-        raise ValueError(f"rewards {tuple(rewards.shape)} and group_ids {tuple(group_ids.shape)} differ in shape")
-    if not torch.isfinite(rewards).all():
-        raise ValueError("group_advantages: rewards contain NaN or inf; drop or repair those samples first")
-    advantages = torch.empty_like(rewards)
-    groups = group_ids.unique()
-    zero_std = 0
-    global_z = rewards.std(unbiased=False)
-    for g in groups:
-        members = group_ids == g
-        r = rewards[members]
-        group_z = r.std(unbiased=False)
-        zero_std += int(bool((r == r[0]).all()))
-        z = global_z if global_std else group_z
-        advantages[members] = (r - r.mean()) / (z + eps)
-    return advantages.float(), zero_std / len(groups)
 
 
 def reward_prob(advantages: torch.Tensor, clip_max: float = 5.0, mode: str = "continuous") -> torch.Tensor:

@@ -25,9 +25,9 @@ def _load_toy(path=None, shift=None, **options):
 
 def _diffusers_loader(family: str):
     def load(path=None, shift=None, **options):
-        from .diffusers_families import FAMILIES
+        from .diffusers_families import MODEL_FAMILIES
 
-        return FAMILIES[family].from_pretrained(path, shift=shift, **options)
+        return MODEL_FAMILIES[family].from_pretrained(path, shift=shift, **options)
 
     return load
 
@@ -56,11 +56,11 @@ def load_base_policy(ckpt: dict) -> Policy:
 def load_trained_policy(ckpt: dict):
     """The policy a training checkpoint was made with, its trained LoRA added; returns (policy, LoraConfig)."""
     from ..config import Config, from_dict
-    from .lora import TRAINED, add_policy_adapters, load_adapter_state, lora_config
+    from .lora import TRAINED, add_policy_adapters, load_adapter_state, policy_lora_config
 
     cfg = from_dict(Config, ckpt["config"])
     policy = load_base_policy(ckpt)
-    lcfg = lora_config(cfg.lora.rank, cfg.lora.alpha, cfg.lora.init, cfg.lora.target_modules, cfg.lora.dropout)
+    lcfg = policy_lora_config(cfg.lora, policy)
     add_policy_adapters(policy.transformer, lcfg)
     load_adapter_state(policy.transformer, TRAINED, ckpt["lora_default"])
     return policy, lcfg

@@ -20,8 +20,7 @@ import torch
 from .base import PromptEmbeds
 from .diffusers_t2i import DiffusersPolicy, calculate_shift, pack_2x2, unpack_2x2
 from .explore_layers import SD3_EXPLORE_KEEP, ExploreKeep
-
-JOINT_ATTENTION = ("to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out")
+from .lora import JOINT_ATTENTION
 
 
 def flux_grid_arguments(policy, num_steps: int, config) -> dict:
@@ -184,4 +183,4 @@ class QwenImagePolicy(DiffusersPolicy):
         return vae.decode(x[:, :, None] * std + mean, return_dict=False)[0][:, :, 0]
 
 
-FAMILIES = {cls.family: cls for cls in (SD3Policy, FluxPolicy, SanaPolicy, QwenImagePolicy)}
+MODEL_FAMILIES = {cls.family: cls for cls in (SD3Policy, FluxPolicy, SanaPolicy, QwenImagePolicy)}

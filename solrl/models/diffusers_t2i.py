@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from ..devices import torch_dtype
-from ..sampling import timesteps
+from ..rollout.sampling import timesteps
 from .base import PromptEmbeds
 
 log = logging.getLogger("solrl.models")

@@ -11,9 +11,12 @@ family (SD3.5-M, the toy) keep the same kinds of layers.
 from __future__ import annotations
 
 import re
+import typing
 from dataclasses import dataclass
 
-EXPLORE_LAYERS = ("reference", "all")  # rollout.explore_layers: the reference's choice, or every eligible linear
+from ..config import ExploreLayers
+
+EXPLORE_LAYERS = typing.get_args(ExploreLayers)  # rollout.explore_layers: the reference's choice, or every eligible linear
 
 
 @dataclass(frozen=True)

@@ -13,17 +13,24 @@ import torch
 from peft import LoraConfig, inject_adapter_in_model
 from peft.tuners.tuners_utils import BaseTunerLayer
 
-from ..sharding import full, like
+from ..parallel.sharding import full, like
 
-TRAINED, ROLLOUT = "default", "old"
-SD3_ATTENTION = ["to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out"]
-SD3_FEEDFORWARD = ["ff.net.0.proj", "ff.net.2", "ff_context.net.0.proj", "ff_context.net.2"]
+TRAINED, OLD = "default", "old"
+# LoRA targets of an SD3-style joint transformer: its attention projections (the references' choice);
+# each model family names its own in `lora_target_modules`
+JOINT_ATTENTION = ("to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out")
 
 
 def lora_config(rank: int, alpha: float, init: str | bool, target_modules: list[str], dropout: float = 0.0) -> LoraConfig:
     init_value = {"gaussian": "gaussian", "default": True, "kaiming": True, "zeros": False}.get(init, init)
     return LoraConfig(r=rank, lora_alpha=alpha, init_lora_weights=init_value, target_modules=list(target_modules),
                       lora_dropout=dropout)
+
+
+def policy_lora_config(section, policy) -> LoraConfig:
+    """The LoraConfig of a config's `lora` section for `policy`; no target list means the family's own."""
+    targets = section.target_modules if section.target_modules is not None else policy.lora_target_modules
+    return lora_config(section.rank, section.alpha, section.init, targets, section.dropout)
 
 
 def _tuner_layers(model):
@@ -36,10 +43,10 @@ def add_policy_adapters(model: torch.nn.Module, config: LoraConfig) -> None:
     with warnings.catch_warnings():  # peft warns when a model gets a second adapter: here that is the design
         warnings.filterwarnings("ignore", message=".*multiple adapters.*", category=UserWarning)
         inject_adapter_in_model(config, model, adapter_name=TRAINED)
-        inject_adapter_in_model(config, model, adapter_name=ROLLOUT)
+        inject_adapter_in_model(config, model, adapter_name=OLD)
     if not _tuner_layers(model):
         raise ValueError(f"LoRA target modules {config.target_modules} matched no layer of {type(model).__name__}")
-    copy_adapter(model, src=TRAINED, dst=ROLLOUT)
+    copy_adapter(model, src=TRAINED, dst=OLD)
     use_adapter(model, TRAINED)
 
 
@@ -59,7 +66,7 @@ def use_adapter(model, name: str | None) -> None:
             layer.set_adapter(name)
     for p in adapter_params(model, TRAINED).values():
         p.requires_grad_(True)
-    for p in adapter_params(model, ROLLOUT).values():
+    for p in adapter_params(model, OLD).values():
         p.requires_grad_(False)
 
 
@@ -78,7 +85,7 @@ def copy_adapter(model, src: str, dst: str) -> None:
 
 
 @torch.no_grad()
-def ema_update(model, decay: float, src: str = TRAINED, dst: str = ROLLOUT) -> None:
+def ema_update(model, decay: float, src: str = TRAINED, dst: str = OLD) -> None:
     """dst <- decay * dst + (1 - decay) * src, parameter by parameter."""
     source, target = adapter_params(model, src), adapter_params(model, dst)
     if source.keys() != target.keys():

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import torch
 
-from ..sampling import timesteps
+from ..rollout.sampling import timesteps
 from .base import PromptEmbeds
 from .explore_layers import SD3_EXPLORE_KEEP
+from .lora import JOINT_ATTENTION
 from .text_encoder import MiniLMEncoder
 from .toy_autoencoder import AUTOENCODER_DIR, ToyAutoencoder
 
@@ -55,6 +56,7 @@ class ToyPolicy:
 
     pipeline_class = "StableDiffusion3Pipeline"  # whose LoRA writer fits the toy's SD3 transformer
     explore_keep = SD3_EXPLORE_KEEP               # an SD3 transformer: the reference's SD3.5 rule
+    lora_target_modules = JOINT_ATTENTION         # the toy presets add the feed-forward layers
 
     def __init__(self, transformer, text_encoder: MiniLMEncoder | None = None, shift: float = 1.0,
                  autoencoder: ToyAutoencoder | None = None):

@@ -12,10 +12,10 @@ import time
 import torch
 from peft.tuners.lora import LoraLayer
 
-from ..compile import compile_transformer
+from ..models.compile import compile_transformer
 from ..models.explore_layers import EXPLORE_LAYERS, hidden_width
-from ..models.lora import ROLLOUT
-from ..sharding import full
+from ..models.lora import OLD
+from ..parallel.sharding import full
 from .linear import QuantLinear, QuantReport, Recipe, get_recipe, select_kernel, should_quantize
 
 log = logging.getLogger("solrl.precision")
@@ -36,10 +36,10 @@ def _set_module(root: torch.nn.Module, name: str, module: torch.nn.Module) -> No
 
 
 class ExploreEngine:
-    """`compile` ("blocks", "model", True = "blocks") compiles the copy with inductor (solrl/compile.py):
+    """`compile` ("blocks", "model", True = "blocks") compiles the copy with inductor (solrl/models/compile.py):
     activation quantization fuses with its neighbours. Syncs write the weights in place: no recompile."""
 
-    def __init__(self, policy, recipe: str | Recipe, adapter: str = ROLLOUT, compile: str | bool = "eager",
+    def __init__(self, policy, recipe: str | Recipe, adapter: str = OLD, compile: str | bool = "eager",
                  layers: str = "reference"):
         if layers not in EXPLORE_LAYERS:
             raise ValueError(f"unknown explore layer choice {layers!r}; choose one of {', '.join(EXPLORE_LAYERS)}")

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 import threading
+import typing
 
 import torch
 
+from ..config import FaultPolicy
 from .base import Reward, RewardResult
 
-FAULT_POLICIES = ("skip", "stop")
+FAULT_POLICIES = typing.get_args(FaultPolicy)
 
 
 class RewardFault(RuntimeError):

@@ -22,7 +22,7 @@ import numpy as np
 
 from .grammar import BACKGROUND, Scene, parse_prompt
 from .render import COUNT_SIZE, RELATION_SIZE
-from .verifier import COLOR_TOLERANCE, RELATION_FULL_CREDIT, DetectedObject, relation_offset, describe, palette_components
+from .verifier import COLOR_TOLERANCE, RELATION_FULL_CREDIT, DetectedObject, describe, palette_components, relation_offset
 
 SIZE_SLACK = 2            # px around the renderer's object-size range
 SQUARE_SLACK = 2          # |height - width| of a rendered object's box (triangles and circles too)

@@ -3,16 +3,24 @@
 Conventions (SPEC.md): x_t = (1 - t) x0 + t eps, t = 1 is noise, the model predicts
 v = eps - x0, and x0_hat = x_t - t v. Every solver takes any `velocity(x, t, cond)`,
 so the toy model, the diffusers models and the quantized explore engines share this code.
+
+Two algorithms here are written after diffusers 0.42 and tested against it (tests/test_sampling.py):
+the timestep shift (`FlowMatchEulerDiscreteScheduler`'s static shift, s t / (1 + (s - 1) t)) and
+DPM-Solver++(2M) on flow sigmas (`DPMSolverMultistepScheduler`, see `_dpm2_step`). The diffusers
+families take their whole grid from their own scheduler (models/diffusers_t2i.py).
 """
 from __future__ import annotations
 
 import math
+import typing
 from typing import Callable, Sequence
 
 import torch
 
+from ..config import Solver
+
 VelocityFn = Callable[[torch.Tensor, torch.Tensor, object], torch.Tensor]
-SOLVERS = ("euler", "dpm2")
+SOLVERS = typing.get_args(Solver)
 
 # Noise is drawn in one fixed dtype on one fixed device, then cast and moved, so a seed gives the
 # same starting point whatever the batch, the model's dtype or its device (Sol-RL regenerates
@@ -21,14 +29,17 @@ NOISE_DTYPE = torch.float32
 NOISE_DEVICE = "cpu"
 
 
+def seeded_normal(seeds: Sequence[int], shape: Sequence[int]) -> torch.Tensor:
+    """[len(seeds), *shape] standard normals on NOISE_DEVICE in NOISE_DTYPE; row i depends on seeds[i]
+    alone. Every noise of solrl (initial, SDE step, training) is drawn here, from its own seed."""
+    rows = [torch.randn(tuple(shape), generator=torch.Generator(device=NOISE_DEVICE).manual_seed(int(seed)),
+                        dtype=NOISE_DTYPE, device=NOISE_DEVICE) for seed in seeds]
+    return torch.stack(rows) if rows else torch.empty((0, *shape), dtype=NOISE_DTYPE)
+
+
 def initial_noise(seeds: Sequence[int], shape: Sequence[int], device=None, dtype=None) -> torch.Tensor:
-    """Standard-normal noise [len(seeds), *shape]; row i depends on seeds[i] alone."""
-    rows = []
-    for seed in seeds:
-        gen = torch.Generator(device=NOISE_DEVICE).manual_seed(int(seed))
-        rows.append(torch.randn(tuple(shape), generator=gen, dtype=NOISE_DTYPE, device=NOISE_DEVICE))
-    noise = torch.stack(rows) if rows else torch.empty((0, *shape), dtype=NOISE_DTYPE)
-    return noise.to(device=device or NOISE_DEVICE, dtype=dtype or NOISE_DTYPE)
+    """Standard-normal noise [len(seeds), *shape] at t = 1; row i is the noise of seeds[i]."""
+    return seeded_normal(seeds, shape).to(device=device or NOISE_DEVICE, dtype=dtype or NOISE_DTYPE)
 
 
 def shift_time(t: torch.Tensor, shift: float) -> torch.Tensor:

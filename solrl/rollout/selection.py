@@ -1,9 +1,13 @@
 """Sol-RL seed selection: choose K of the N explored seeds of one prompt from their proxy rewards."""
 from __future__ import annotations
 
+import typing
+
 import torch
 
-SELECTION_MODES = ("best_worst", "random", "mean_deviation", "extremes_random")
+from ..config import SelectionMode
+
+SELECTION_MODES = typing.get_args(SelectionMode)
 
 
 def select_seeds(proxy_rewards: torch.Tensor, k: int, mode: str = "best_worst", generator: torch.Generator | None = None) -> torch.Tensor:

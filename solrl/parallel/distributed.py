@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-log = logging.getLogger("solrl.distributed")
+log = logging.getLogger("solrl.parallel.distributed")
 
 
 @dataclass(frozen=True)
@@ -104,3 +104,12 @@ def barrier(world: World) -> None:
 def shutdown(world: World) -> None:
     if world.active and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def merge_metric_sums(per_rank: list[tuple[dict, int]]) -> tuple[dict, int]:
+    """Metric sums of all ranks: weighted means add up; peaks (`*_max_deviation`) take the maximum."""
+    merged: dict[str, float] = {}
+    for sums, _ in per_rank:
+        for key, value in sums.items():
+            merged[key] = max(merged.get(key, value), value) if key.endswith("_max_deviation") else merged.get(key, 0.0) + value
+    return merged, sum(pairs for _, pairs in per_rank)

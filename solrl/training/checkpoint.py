@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-log = logging.getLogger("solrl.checkpoint")
+log = logging.getLogger("solrl.training.checkpoint")
 
 _NAME = re.compile(r"^iter_(\d{6})\.pt$")
 SEAL_SUFFIX = ".sha256"

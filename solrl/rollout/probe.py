@@ -13,8 +13,8 @@ import time
 import numpy as np
 from scipy import stats
 
+from ..precision.engine import ExploreEngine
 from .generation import generate
-from .precision.engine import ExploreEngine
 
 PROBE_SEED_BASE = 1 << 50  # far from training and evaluation seeds
 

@@ -85,3 +85,13 @@ def truncate_after(path: Path, step: int) -> int:
         tmp.write_text("".join(line + "\n" for line in kept))
         tmp.replace(path)
     return dropped
+
+
+class SilentLogger:
+    """What ranks other than 0 log to: nothing."""
+
+    def log(self, stream: str, step: int, record: dict) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

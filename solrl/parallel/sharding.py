@@ -16,10 +16,14 @@ per rank); evaluation runs on every rank; a reward fault loses the whole iterati
 """
 from __future__ import annotations
 
+import typing
+
 import torch
 from torch.distributed.tensor import DTensor, distribute_tensor
 
-PARALLEL_MODES = ("replicate", "fsdp2")
+from ..config import ParallelMode
+
+PARALLEL_MODES = typing.get_args(ParallelMode)
 
 
 def block_lists(model: torch.nn.Module) -> list[tuple[str, torch.nn.ModuleList]]:

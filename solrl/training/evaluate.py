@@ -7,8 +7,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from .generation import generate
-from .images import image_grid
+from ..images import image_grid
+from ..rollout.generation import generate
 
 
 def eval_seeds(num_prompts: int, seeds_per_prompt: int, base: int = 10_000_000) -> list[int]:

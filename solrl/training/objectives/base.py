@@ -1,0 +1,162 @@
+"""What every objective shares: the narrow context it is given, the registry, and the pieces of an
+update on clean samples (timestep slots, training noise, micro-batches, the old / reference velocities).
+
+Every draw of an update is a function of the sample's position in the whole iteration batch
+(all ranks together), never of how the batch is split into ranks or micro-batches: so two
+processes with half the prompt groups each take exactly the step one process takes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ...algorithms.nft import select_timesteps
+from ...models.lora import OLD, adapter, mixed_adapter_batch
+from ...registry import Registry
+from ...rollout.driver import RolloutBatch, RolloutSpec, run_rollout
+from ...rollout.sampling import seeded_normal
+from ...seeding import derived_seed
+
+OBJECTIVES = Registry("training objective (train.algorithm)")
+
+
+@dataclass(frozen=True)
+class UpdateContext:
+    """All an objective may use: the policy (with its adapters), the explore engine, the rollout
+    reward, the train section of the config, the rollout batch size and the run seed."""
+    policy: object
+    engine: object | None
+    reward: object
+    train: object          # config.TrainConfig
+    batch_size: int        # sampling.batch_size: policy-gradient forwards are padded to it
+    run_seed: int
+
+
+class Objective:
+    """rollout() draws the iteration's samples; accumulate() runs every forward/backward of one update
+    (gradients summed into the adapter; the trainer steps the optimizer) and returns (metric sums, pairs)."""
+
+    def rollout(self, ctx: UpdateContext, group_prompts, seeds, spec: RolloutSpec, selection_rng, iteration: int) -> RolloutBatch:
+        return run_rollout(ctx.policy, ctx.reward, group_prompts, seeds, spec, ctx.engine, selection_rng)
+
+    def accumulate(self, ctx: UpdateContext, batch: RolloutBatch, advantages, gen, part=(0, 1)) -> tuple[dict, int]:
+        """`part` = (u, U): update u of the U optimizer steps taken on this rollout batch."""
+        raise NotImplementedError
+
+
+def add_weighted(sums: dict, metrics: dict, weight: float) -> None:
+    for key, value in metrics.items():
+        sums[key] = sums.get(key, 0.0) + value * weight
+
+
+def batch_slots(grid: torch.Tensor, batch, fraction: float, gen: torch.Generator) -> torch.Tensor:
+    """This rank's rows of the per-sample timestep (or step) subsets drawn for the whole batch."""
+    chosen = select_timesteps(grid, batch.global_count, fraction, gen)
+    return chosen[batch.sample_offset: batch.sample_offset + len(batch.seeds)]
+
+
+def sample_noise(shape, base: int, positions: torch.Tensor, slot: int) -> torch.Tensor:
+    """Fresh training noise per (sample position, timestep slot), each from its own seed."""
+    return seeded_normal([derived_seed(base, position, f"noise:{slot}") for position in positions.tolist()], shape)
+
+
+def update_slots(num_slots: int, part: tuple[int, int]) -> list[int]:
+    """The timestep (or step) slots update `u` of `U` trains: every U-th, so each update sees every sample."""
+    u, updates = part
+    if updates > num_slots:
+        raise ValueError(f"train.updates_per_iteration={updates} is more than the {num_slots} timestep slots each sample "
+                         "trains on; lower it, or raise train.timestep_fraction (or the steps) so each update gets a slot")
+    return list(range(u, num_slots, updates))
+
+
+def chunk_weight(chunk: torch.Tensor, slots: int, batch) -> float:
+    """Share of the whole update one micro-batch carries: losses are means over its samples, the
+    update is the mean over every (sample, slot) pair it trains, of all ranks."""
+    return chunk.numel() / (slots * batch.global_count)
+
+
+def autocast_for(device: torch.device, enabled: bool) -> dict:
+    return {"device_type": device.type, "dtype": torch.bfloat16, "enabled": enabled}
+
+
+@dataclass
+class NoisedChunk:
+    """One micro-batch at one timestep slot: clean samples, their forward-process point, and its weight."""
+    idx: torch.Tensor       # rows of this rank's batch
+    x0: torch.Tensor
+    eps: torch.Tensor
+    t: torch.Tensor
+    xt: torch.Tensor
+    cond: object            # PromptEmbeds of the rows
+    weight: float           # share of the whole update (chunk_weight)
+
+
+def noised_chunks(ctx: UpdateContext, batch: RolloutBatch, gen, part=(0, 1)):
+    """The (micro-batch, timestep slot) pieces an update on clean samples trains on (nft, awm):
+    x_t = (1 - t) x0 + t eps at timesteps of the rollout grid, eps fresh per sample and slot.
+    Every update of an iteration draws the same slots and noise; `part` picks its share of the slots."""
+    cfg = ctx.train
+    n = batch.samples.shape[0]
+    t_sel = batch_slots(batch.train_timesteps, batch, cfg.timestep_fraction, gen)  # [n, k]
+    base = int(torch.randint(0, 1 << 62, (1,), generator=gen))
+    cond_all = ctx.policy.encode_prompts(batch.prompts)
+    device = batch.samples.device
+    slots = update_slots(t_sel.shape[1], part)
+    for j in slots:
+        for s in range(0, n, cfg.micro_batch):
+            idx = torch.arange(s, min(s + cfg.micro_batch, n))
+            x0 = batch.samples[idx]
+            t = t_sel[idx, j].to(device)
+            eps = sample_noise(x0.shape[1:], base, idx + batch.sample_offset, j).to(device)
+            tt = t.view(-1, 1, 1, 1)
+            yield NoisedChunk(idx, x0, eps, t, (1 - tt) * x0 + tt * eps, cond_all.index(idx),
+                              chunk_weight(idx, len(slots), batch))
+
+
+def teacher_velocities(policy, xt, t, cond, old: bool, ref: bool, batched: bool = False):
+    """(v_old, v_ref): the old adapter's prediction and the reference's (adapters off), each None
+    when not asked for; `batched` runs both as one mixed-adapter forward (docs/old-ref-batching.md)."""
+    model = policy.transformer
+    if old and ref and batched:
+        n = xt.shape[0]
+        with mixed_adapter_batch(model, [OLD] * n + ["__base__"] * n):
+            v = policy.velocity(torch.cat([xt, xt]), torch.cat([t, t]), type(cond).cat([cond, cond]))
+        return v[:n], v[n:]
+    v_old = v_ref = None
+    if old:
+        with adapter(model, OLD):
+            v_old = policy.velocity(xt, t, cond)
+    if ref:
+        with adapter(model, None):
+            v_ref = policy.velocity(xt, t, cond)
+    return v_old, v_ref
+
+
+class CleanSampleObjective(Objective):
+    """An update on clean samples of any rollout family (nft, awm): per (micro-batch, timestep slot),
+    the teachers' velocities without gradients, the policy's with, and the objective's `loss`."""
+
+    def teachers(self, cfg) -> tuple[bool, bool, bool]:
+        """(old, ref, batched): which teacher velocities `loss` needs."""
+        raise NotImplementedError
+
+    def loss(self, cfg, chunk: NoisedChunk, v_theta, v_old, v_ref, advantages) -> tuple[torch.Tensor, dict]:
+        raise NotImplementedError
+
+    def accumulate(self, ctx, batch, advantages, gen, part=(0, 1)):
+        cfg, policy = ctx.train, ctx.policy
+        old, ref, batched = self.teachers(cfg)
+        autocast = autocast_for(batch.samples.device, cfg.autocast_bf16)
+        sums: dict[str, float] = {}
+        pairs = 0
+        for c in noised_chunks(ctx, batch, gen, part):
+            pairs += c.idx.numel()
+            with torch.no_grad(), torch.autocast(**autocast):
+                v_old, v_ref = teacher_velocities(policy, c.xt, c.t, c.cond, old, ref, batched)
+            with torch.autocast(**autocast):
+                v_theta = policy.velocity(c.xt, c.t, c.cond)
+            loss, metrics = self.loss(cfg, c, v_theta, v_old, v_ref, advantages)
+            (loss * c.weight).backward()
+            add_weighted(sums, metrics, c.weight)
+        return sums, pairs
