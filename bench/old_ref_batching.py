@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/old_ref_batching.py [--batch 32] [--reps 15]
 
-Times `Trainer._old_and_ref` (no grad) both ways on the shipped toy model with the toy_nft
+Times the old + reference velocities (`teacher_velocities`, no grad) both ways on the shipped toy model with the toy_nft
 LoRA, interleaving the two variants so machine noise hits both alike; writes
 docs/old-ref-batching.md.
 """
@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from solrl.config import load_config
+from solrl.training.objectives.base import teacher_velocities
 from solrl.training.trainer import Trainer
 
 
@@ -39,7 +40,7 @@ def main() -> None:
             for batched in (True, False):
                 trainer.cfg.train.nft.batch_old_ref = batched
                 start = time.perf_counter()
-                outputs[batched] = trainer._old_and_ref(x, t, cond)
+                outputs[batched] = teacher_velocities(trainer.policy, x, t, cond, old=True, ref=True, batched=batched)
                 if rep >= 2:  # two warm-up rounds
                     times[batched].append(time.perf_counter() - start)
     diff = max((a - b).abs().max().item() for a, b in zip(outputs[True], outputs[False]))

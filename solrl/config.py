@@ -27,13 +27,13 @@ class ConfigError(ValueError):
 # their lists from here (typing.get_args), so a value is written once.
 Solver = Literal["euler", "dpm2"]
 CompileScope = Literal["eager", "blocks", "model"]  # "eager": not compiled ("off" would read as false in YAML)
-Dtype = Literal["float32", "bfloat16", "float16"]
+Dtype = Literal["float32", "bfloat16", "float16", "fp32", "bf16", "fp16"]  # devices.DTYPES
 FaultPolicy = Literal["skip", "stop"]
-LoraInit = Literal["gaussian", "default", "kaiming", "zeros"]
 AdvMode = Literal["continuous", "positive_only", "negative_only", "one_only", "binary"]
 DecaySchedule = Literal["copy", "linear_to_0_5", "delayed_linear_to_0_999"]
 ParallelMode = Literal["replicate", "fsdp2"]
 Algorithm = Literal["nft", "flow_grpo", "flow_grpo_fast", "dance_grpo", "awm"]
+POLICY_GRADIENT = ("flow_grpo", "flow_grpo_fast", "dance_grpo")  # the on-policy SDE objectives
 SDEType = Literal["sde", "cps"]
 AWMWeighting = Literal["uniform", "ghuber"]
 RolloutFamily = Literal["diffusionnft", "naive_scaling", "naive_quant", "sol_rl"]
@@ -99,7 +99,7 @@ class EvalConfig:
 class LoraSection:
     rank: int = 32                   # LoRA rank (references: 32; 64 for Qwen-Image)
     alpha: float = 64.0              # LoRA alpha; scale = alpha / rank
-    init: LoraInit = "gaussian"      # gaussian (A ~ N(0, 1/r), B = 0) | default (kaiming A, B = 0)
+    init: str = "gaussian"           # gaussian (A ~ N(0, 1/r), B = 0) | default (kaiming A, B = 0) | any peft init_lora_weights name
     dropout: float = 0.0
     target_modules: list[str] | None = None  # None = the model family's own list (its `lora_target_modules`)
 
@@ -320,7 +320,12 @@ def apply_override(data: dict, override: str) -> None:
         raise ConfigError(f"override {override!r} must look like key.sub=value, e.g. train.lr=1e-4")
     key, raw = override.split("=", 1)
     value = yaml.safe_load(raw) if raw.strip() else None
-    *parents, leaf = key.strip().split(".")
+    key = key.strip()
+    if key.startswith("train.") and key[len("train."):] in RENAMED_TRAIN_KEYS:  # an override wins over the preset's new key
+        new = "train." + RENAMED_TRAIN_KEYS[key[len("train."):]]
+        log.warning("config key %s is now %s; the old name still works but will go", key, new)
+        key = new
+    *parents, leaf = key.split(".")
     node = data
     for part in parents:
         node = node.setdefault(part, {})

@@ -4,9 +4,7 @@ built (config.py); what is left are ranges and combinations, each message naming
 from __future__ import annotations
 
 from .algorithms.nft import num_train_slots
-from .config import Config, ConfigError, check_types
-
-POLICY_GRADIENT = ("flow_grpo", "flow_grpo_fast", "dance_grpo")
+from .config import POLICY_GRADIENT, Config, ConfigError, check_types
 
 
 def _range_errors(cfg: Config) -> list[str]:

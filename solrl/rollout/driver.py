@@ -188,6 +188,8 @@ def _check_inputs(group_prompts, seeds, spec: RolloutSpec, engine) -> list[str]:
         raise ValueError(f"unknown rollout family {spec.family!r}; choose one of {', '.join(ROLLOUT_FAMILIES)}")
     if spec.family in ("naive_quant", "sol_rl") and engine is None:
         raise ValueError(f"rollout family {spec.family!r} needs an explore engine")
+    if spec.family != "diffusionnft" and spec.explore_seeds < spec.group_size:
+        raise ValueError(f"rollout.explore_seeds (N={spec.explore_seeds}) must be >= train.group_size (K={spec.group_size})")
     if spec.family == "naive_quant" and spec.dynamics.stochastic:
         raise ValueError("naive_quant trains on explore-engine samples, which have no full-precision SDE trajectory")
     prompts = [p for p in group_prompts for _ in range(spec.seeds_per_prompt)]

@@ -88,6 +88,8 @@ class Trainer:
         check_prompt_lengths(self.policy, self.eval_prompts, cfg.eval.split)
         self.model = self.policy.transformer
         self.lora_config = policy_lora_config(cfg.lora, self.policy)
+        if cfg.lora.target_modules is None:  # the family's list, written out in config.yaml and checkpoints
+            cfg.lora.target_modules = list(self.policy.lora_target_modules)
         add_policy_adapters(self.model, self.lora_config)
         self.engine = None
         if cfg.rollout.family in ("naive_quant", "sol_rl"):
@@ -121,8 +123,11 @@ class Trainer:
                                         resume_step=self.state.iteration if resume else None)
         else:
             self.logger = SilentLogger()
-        # all an objective sees of the run (training/objectives/base.py)
-        self.context = UpdateContext(self.policy, self.engine, self.rollout_reward, cfg.train, cfg.sampling.batch_size, cfg.seed)
+
+    @property
+    def context(self) -> UpdateContext:
+        """All an objective sees of the run (training/objectives/base.py)."""
+        return UpdateContext(self.policy, self.engine, self.rollout_reward, self.cfg.train, self.cfg.sampling.batch_size, self.cfg.seed)
 
     # ---- checkpoints -------------------------------------------------------------------------
     def state_dict(self) -> dict:

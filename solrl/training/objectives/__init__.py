@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import typing
 
-from ...config import Algorithm
+from ...config import POLICY_GRADIENT, Algorithm
 from . import awm, nft, policy_gradient  # noqa: F401  (registration)
 from .base import OBJECTIVES, CleanSampleObjective, Objective, UpdateContext
 
 ALGORITHMS = typing.get_args(Algorithm)
-POLICY_GRADIENT = ("flow_grpo", "flow_grpo_fast", "dance_grpo")
 
 
 def build_objective(cfg) -> Objective:
