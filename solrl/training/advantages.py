@@ -81,10 +81,7 @@ def iteration_advantages(batch, world, global_std: bool) -> IterationRewards | N
     """Advantages of this rank's samples from the whole batch's rewards (every rank's, in rank order).
     Drops non-finite rewards first; sets batch.sample_offset / global_count, which the update's draws
     depend on. None when no group kept two finite rewards."""
-    if batch is not None:
-        batch, dropped = drop_non_finite(batch)
-    else:
-        dropped = 0
+    batch, dropped = drop_non_finite(batch)
     local = (batch.rewards, batch.group_ids, batch.reward_parts) if batch is not None else None
     shared = gather_objects((local, dropped), world)
     dropped = sum(d for _, d in shared)
