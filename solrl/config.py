@@ -31,6 +31,7 @@ Dtype = Literal["float32", "bfloat16", "float16", "fp32", "bf16", "fp16"]  # dev
 FaultPolicy = Literal["skip", "stop"]
 AdvMode = Literal["continuous", "positive_only", "negative_only", "one_only", "binary"]
 DecaySchedule = Literal["copy", "linear_to_0_5", "delayed_linear_to_0_999"]
+LRSchedule = Literal["constant", "cosine"]
 ParallelMode = Literal["replicate", "fsdp2"]
 Algorithm = Literal["nft", "flow_grpo", "flow_grpo_fast", "dance_grpo", "awm"]
 POLICY_GRADIENT = ("flow_grpo", "flow_grpo_fast", "dance_grpo")  # the on-policy SDE objectives
@@ -147,6 +148,8 @@ class TrainConfig:
     prompts_per_iter: int = 8        # prompt groups per iteration (references: 48)
     group_size: int = 12             # images per prompt, K (references: 24)
     lr: float = 3e-4                 # AdamW learning rate
+    lr_schedule: LRSchedule = "constant"  # cosine: from lr down to lr * lr_final_ratio over train.iterations' optimizer steps
+    lr_final_ratio: float = 0.1      # cosine's last rate as a share of lr
     betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
     weight_decay: float = 1e-4
     grad_clip: float = 1.0           # max grad norm; a non-finite norm skips the step

@@ -15,6 +15,7 @@ def _range_errors(cfg: Config) -> list[str]:
         (t.old_policy_decay is None or 0 <= t.old_policy_decay < 1, f"train.old_policy_decay must be in [0, 1); got {t.old_policy_decay}"),
         (0 < t.timestep_fraction <= 1, f"train.timestep_fraction must be in (0, 1]; got {t.timestep_fraction}"),
         (t.lr > 0, f"train.lr must be > 0; got {t.lr}"),
+        (0 <= t.lr_final_ratio <= 1, f"train.lr_final_ratio must be in [0, 1] (a share of train.lr); got {t.lr_final_ratio}"),
         (t.iterations >= 0, f"train.iterations must be >= 0; got {t.iterations}"),
         (t.time_budget_minutes >= 0, f"train.time_budget_minutes must be >= 0 (0 = no limit); got {t.time_budget_minutes}"),
         (t.keep_checkpoints >= 1, f"train.keep_checkpoints must be >= 1 (a run must be resumable); got {t.keep_checkpoints}"),

@@ -44,6 +44,7 @@ from ..rewards.guard import DeferredFaults, RewardFault, guard_reward, reward_kw
 from ..rollout.driver import RewardError, RolloutSpec, rollout_seeds
 from ..seeding import derived_seed
 from .advantages import finite_floats, iteration_advantages, refuse_non_finite
+from .lr_schedule import set_learning_rate
 from .checkpoint import load_checkpoint, save_checkpoint
 from .evaluate import evaluate
 from .objectives import UpdateContext, build_objective
@@ -210,6 +211,7 @@ class Trainer:
             sums, pairs = merge_metric_sums(gather_objects((sums, pairs), self.world))
         grad_norm = float(full(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)))
         if math.isfinite(grad_norm):
+            set_learning_rate(self.optimizer, self.state.optimizer_step, cfg)
             self.optimizer.step()
             self.state.optimizer_step += 1
             if self.eval_ema is not None:

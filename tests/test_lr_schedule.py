@@ -1,0 +1,48 @@
+import json
+import math
+
+import pytest
+import torch
+
+from solrl.config import ConfigError, load_config
+from solrl.training.checkpoint import list_checkpoints, load_checkpoint
+from solrl.training.lr_schedule import learning_rate
+from solrl.training.trainer import Trainer
+from tests.test_trainer import _cfg
+
+
+def test_cosine_matches_torchs_cosine_annealing():
+    total, lr, ratio = 7, 0.3, 0.2
+    param = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.SGD([param], lr=lr)
+    torch_rates = []
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total - 1, eta_min=lr * ratio)
+    for _ in range(total):
+        torch_rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    ours = [learning_rate(step, total, lr, "cosine", ratio) for step in range(total)]
+    assert ours == pytest.approx(torch_rates, rel=1e-12)
+    assert learning_rate(total + 5, total, lr, "cosine", ratio) == pytest.approx(lr * ratio)  # held after the end
+    assert {learning_rate(s, total, lr, "constant", ratio) for s in range(total)} == {lr}
+
+
+def test_a_cosine_run_logs_its_rates_and_resumes_exactly(tiny_toy_dir, tmp_path):
+    cosine = ("train.lr_schedule=cosine", "train.lr_final_ratio=0.1")
+    Trainer(_cfg(tiny_toy_dir, tmp_path / "straight", *cosine), quiet=True).train()
+    train = [json.loads(line) for line in (tmp_path / "straight" / "train.jsonl").read_text().splitlines()]
+    # lr 1e-2 over 4 steps: 1e-3 + 9e-3 * (1 + cos(pi * s / 3)) / 2, by hand
+    assert [r["lr"] for r in train] == pytest.approx([1e-2, 7.75e-3, 3.25e-3, 1e-3], rel=1e-9)
+    assert 1e-3 + 9e-3 * (1 + math.cos(math.pi / 3)) / 2 == pytest.approx(7.75e-3)
+    # resuming from the iteration-2 checkpoint sets the rates from the saved step and ends where the straight run did
+    middle = next(p for p in list_checkpoints(tmp_path / "straight" / "checkpoints") if load_checkpoint(p)["iteration"] == 2)
+    Trainer(_cfg(tiny_toy_dir, tmp_path / "resumed", *cosine), resume=str(middle), quiet=True).train()
+    a, b = load_checkpoint(tmp_path / "straight"), load_checkpoint(tmp_path / "resumed")
+    assert a["optimizer_step"] == b["optimizer_step"] == 4
+    for name, value in a["lora_default"].items():
+        assert torch.equal(value, b["lora_default"][name]), name
+
+
+def test_a_final_ratio_outside_zero_one_is_refused():
+    with pytest.raises(ConfigError, match="train.lr_final_ratio"):
+        load_config(None, ["train.lr_final_ratio=1.5"])
