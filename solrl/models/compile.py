@@ -5,7 +5,8 @@
   blocks (embedders, the samplers) stays eager: the choice for large models on a GPU.
 - "model": the whole transformer as one graph. On a small model the eager Python between blocks
   (embedders, peft's adapter dispatch) is a large share of the time: on the toy policy's rollouts
-  (docs/compile.md, 2-core AVX512-BF16 EPYC) whole-model compilation gave 1.40x where blocks gave 1.25x.
+  (docs/explore-engine.md, pixel base, 2-core AVX512-BF16 EPYC) whole-model compilation gave 1.40x where
+  blocks gave 1.25x.
 Weights are read as graph inputs, so changing them in place (an engine sync, an optimizer step)
 does not recompile (tests count compilations with a counting backend in `BACKEND`'s place).
 """
