@@ -8,7 +8,15 @@ from solrl.config import ConfigError, load_config
 from solrl.training.checkpoint import list_checkpoints, load_checkpoint
 from solrl.training.lr_schedule import learning_rate
 from solrl.training.trainer import Trainer
-from tests.test_trainer import _cfg
+
+
+def _cfg(tiny_toy_dir, out, *extra):
+    """Four tiny DiffusionNFT iterations on the toy verifier, lr 1e-2, a checkpoint every two."""
+    return load_config(None, [f"model.path={tiny_toy_dir}", f"out_dir={out}", "reward.name=geneval", "sampling.steps=3",
+                              "sampling.batch_size=16", "lora.rank=4", "lora.alpha=8", "train.iterations=4",
+                              "train.prompts_per_iter=2", "train.group_size=3", "train.micro_batch=4", "train.lr=1e-2",
+                              "train.eval_every=0", "train.checkpoint_every=2", "train.keep_checkpoints=5",
+                              "eval.max_prompts=2", "eval.seeds_per_prompt=1", "eval.steps=2", *extra])
 
 
 def test_cosine_matches_torchs_cosine_annealing():
@@ -41,6 +49,8 @@ def test_a_cosine_run_logs_its_rates_and_resumes_exactly(tiny_toy_dir, tmp_path)
     assert a["optimizer_step"] == b["optimizer_step"] == 4
     for name, value in a["lora_default"].items():
         assert torch.equal(value, b["lora_default"][name]), name
+    # the last two updates moved the weights, so the equality above is not trivial
+    assert any(not torch.equal(v, load_checkpoint(middle)["lora_default"][k]) for k, v in a["lora_default"].items())
 
 
 def test_a_final_ratio_outside_zero_one_is_refused():
