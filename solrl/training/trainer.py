@@ -44,9 +44,9 @@ from ..rewards.guard import DeferredFaults, RewardFault, guard_reward, reward_kw
 from ..rollout.driver import RewardError, RolloutSpec, rollout_seeds
 from ..seeding import derived_seed
 from .advantages import finite_floats, iteration_advantages, refuse_non_finite
-from .lr_schedule import set_learning_rate
 from .checkpoint import load_checkpoint, save_checkpoint
 from .evaluate import evaluate
+from .lr_schedule import set_learning_rate
 from .objectives import UpdateContext, build_objective
 
 log = logging.getLogger("solrl.train")
