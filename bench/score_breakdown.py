@@ -5,7 +5,9 @@
 
 Same prompts and seeds as bench/toy_base_report.py (4 fixed seeds per held-out prompt). The parts
 are the verifier's own (Verdict.parts): count scenes: count, shape, purity credit; relation scenes:
-each object's shape credit (also by asked shape), relation credit, purity.
+each object's shape credit (also by asked shape), relation credit, purity, and whether the pair
+stands the asked way round at all (holds / reversed / level / missing; a model that ignores the
+relation has holds = reversed).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from solrl.models import load_policy
 from solrl.rollout.generation import generate
 from solrl.toyworld.gold import judge
 from solrl.toyworld.grammar import parse_prompt, split_prompts
-from solrl.toyworld.verifier import verify
+from solrl.toyworld.verifier import relation_offset, verify
 from solrl.training.evaluate import eval_seeds
 
 
@@ -36,7 +38,20 @@ def load(args):
     return policy
 
 
-def parts_of(verdict, scene, parts) -> None:
+def relation_side(objects, scene) -> str:
+    """Where the verifier's picked pair stands: 'holds' / 'reversed' (centres >= 2 px apart the right
+    or wrong way), 'level' (closer), or 'missing' (a colour absent): shows whether a model knows the relation."""
+    picked = []
+    for spec in (scene.first, scene.second):
+        candidates = [o for o in objects if o.color == spec.color]
+        picked.append(max(candidates, key=lambda o: (o.shape_credit(spec.shape), o.area), default=None))
+    if None in picked:
+        return "missing"
+    offset = relation_offset(scene.relation, *picked)
+    return "holds" if offset >= 2 else "reversed" if offset <= -2 else "level"
+
+
+def parts_of(verdict, scene, parts, objects=()) -> None:
     parts["all: score"].append(verdict.score)
     parts[f"{scene.kind}: score"].append(verdict.score)
     parts[f"{scene.kind}: strict"].append(verdict.strict)
@@ -49,6 +64,9 @@ def parts_of(verdict, scene, parts) -> None:
         parts["relation: shape credit (per object)"].append(p[key])
         parts[f"relation: shape credit, {spec.shape}"].append(p[key])
     parts["relation: relation credit"].append(p["relation"])
+    side = relation_side(objects, scene)
+    for name in ("holds", "reversed", "level", "missing"):
+        parts[f"relation: pair {name}"].append(side == name)
     parts["relation: purity credit"].append(p["purity"])
 
 
@@ -73,7 +91,7 @@ def main() -> None:
     for image, prompt in zip(images, flat):
         scene = parse_prompt(prompt)
         judged = judge(image, scene)   # one segmentation: the verifier reuses its objects
-        parts_of(verify(image, scene, judged.objects), scene, parts)
+        parts_of(verify(image, scene, judged.objects), scene, parts, judged.objects)
         parts["gold: accuracy"].append(judged.verdict.correct)
         parts["gold: world-likeness"].append(judged.world_like)
     if args.grid:

@@ -158,3 +158,19 @@ def test_pretrain_writes_a_loadable_model_and_init_continues_from_one(tmp_path, 
         assert torch.equal(value, start[name]), name
     assert main(["pretrain-toy", "--init", str(tmp_path / "nowhere"), "--steps", "1", "--out", str(tmp_path / "x")]) == 2
     assert "no toy model there (config.json missing)" in capsys.readouterr().err
+
+
+def test_pretrain_timestep_sampling_uniform_reaches_the_high_noise_logit_normal_skips():
+    import pytest
+    import torch
+
+    from solrl.toyworld.pretrain import sample_timesteps
+
+    torch.manual_seed(0)
+    uniform, logit_normal = sample_timesteps("uniform", 100_000), sample_timesteps("logit_normal", 100_000)
+    # P(t > 0.9): 0.1 uniform; 1 - Phi(logit(0.9) = 2.197) = 0.014 for SD3's logit-normal(0, 1)
+    assert abs((uniform > 0.9).float().mean().item() - 0.1) < 0.005
+    assert abs((logit_normal > 0.9).float().mean().item() - 0.014) < 0.002
+    assert 0 < uniform.min() and uniform.max() < 1 and 0 < logit_normal.min() and logit_normal.max() < 1
+    with pytest.raises(ValueError, match="use 'logit_normal' or 'uniform'"):
+        sample_timesteps("cosine", 4)

@@ -37,6 +37,7 @@ class PretrainConfig:
     sampling_shift: float = 1.0
     init: str | None = None    # start (weights and their average) from this model directory instead of random weights
     autoencoder: str | None = None  # a trained toy autoencoder directory: pretrain on its latents
+    timestep_sampling: str = "logit_normal"  # or "uniform": logit-normal rarely draws t > 0.9, where the layout is decided
 
 
 def _lr_factor(step: int, cfg: PretrainConfig) -> float:
@@ -44,6 +45,15 @@ def _lr_factor(step: int, cfg: PretrainConfig) -> float:
         return (step + 1) / cfg.warmup_steps
     progress = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
     return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def sample_timesteps(kind: str, n: int) -> torch.Tensor:
+    """Training times in (0, 1): SD3's logit-normal(0, 1), or uniform."""
+    if kind == "logit_normal":
+        return torch.sigmoid(torch.randn(n))
+    if kind == "uniform":
+        return torch.rand(n)
+    raise ValueError(f"timestep sampling {kind!r}: use 'logit_normal' or 'uniform'")
 
 
 def _initial_transformer(cfg: PretrainConfig, autoencoder: ToyAutoencoder | None):
@@ -85,7 +95,7 @@ def pretrain_toy(cfg: PretrainConfig, log=print) -> Path:
             cond.states = torch.where(drop[:, None, None], null.states, cond.states)
             cond.pooled = torch.where(drop[:, None], null.pooled, cond.pooled)
             eps = torch.randn_like(x0)
-            t = torch.sigmoid(torch.randn(cfg.batch_size))  # logit-normal, as SD3 trains
+            t = sample_timesteps(cfg.timestep_sampling, cfg.batch_size)
             xt = (1 - t[:, None, None, None]) * x0 + t[:, None, None, None] * eps
             loss = (policy.velocity(xt, t, cond) - (eps - x0)).pow(2).mean()
             opt.zero_grad(set_to_none=True)
