@@ -17,11 +17,12 @@ from collections import defaultdict
 import numpy as np
 import torch
 
+from solrl.data import load_prompts
 from solrl.images import to_uint8_nhwc
 from solrl.models import load_policy
 from solrl.rollout.generation import generate
 from solrl.toyworld.gold import judge
-from solrl.toyworld.grammar import parse_prompt, split_prompts
+from solrl.toyworld.grammar import parse_prompt
 from solrl.toyworld.verifier import relation_offset, verify
 from solrl.training.evaluate import eval_seeds
 
@@ -74,7 +75,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model-path", default=None, help="toy model directory (default: the shipped base)")
     p.add_argument("--checkpoint", default=None, help="a training run or checkpoint: its model with its trained LoRA (instead of --model-path)")
-    p.add_argument("--split", default="heldout")
+    p.add_argument("--split", default="heldout", help="a toy split or a prompt file (e.g. one prompt and its mirror images)")
     p.add_argument("--seeds-per-prompt", type=int, default=4)
     p.add_argument("--guidance", type=float, default=1.0)
     p.add_argument("--steps", type=int, default=10)
@@ -82,7 +83,7 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(min(2, torch.get_num_threads()))
     policy = load(args)
-    prompts = split_prompts(args.split)
+    prompts = load_prompts(args.split)
     flat = [x for x in prompts for _ in range(args.seeds_per_prompt)]
     samples = generate(policy, flat, eval_seeds(len(prompts), args.seeds_per_prompt), args.steps, "euler", args.guidance,
                        batch_size=64)

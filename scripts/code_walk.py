@@ -8,6 +8,7 @@ the issue-18 target is at most two entries per file. Run: .venv/bin/python scrip
 from __future__ import annotations
 
 import collections
+import inspect
 import sys
 import tempfile
 from pathlib import Path
@@ -27,6 +28,8 @@ def walk(fn) -> list[tuple[str, str]]:
             return
         code = frame.f_code
         if not code.co_filename.startswith(PACKAGE) or code.co_name.startswith("<"):
+            return
+        if not code.co_flags & inspect.CO_NEWLOCALS:  # a class body run by a lazy import: nothing a reader follows
             return
         path = str(Path(code.co_filename).relative_to(ROOT))
         if event == "call":
