@@ -12,8 +12,7 @@ import sys
 import torch
 
 from solrl.rewards.base import REWARDS, Reward, RewardResult
-from solrl.rewards.geneval import _gold_parts, _judged
-from solrl.toyworld.verifier import verify
+from solrl.rewards.geneval import _gold_parts, verdicts_of
 
 
 @REWARDS.register("relation_probe")
@@ -21,8 +20,7 @@ class RelationProbeReward(Reward):
     name = "relation_probe"
 
     def score(self, images, prompts):
-        pixels, scenes, judgements = _judged(images, prompts)
-        verdicts = [verify(img, scene, j.objects) for img, scene, j in zip(pixels, scenes, judgements)]
+        scenes, verdicts, judgements = verdicts_of(images, prompts)
         scores = [v.parts["relation"] if scene.second is not None else v.score for v, scene in zip(verdicts, scenes)]
         return RewardResult(torch.tensor(scores), {"strict": torch.tensor([float(v.strict) for v in verdicts]),
                                                    **_gold_parts(judgements)})

@@ -23,7 +23,7 @@ from solrl.models import load_policy
 from solrl.rollout.generation import generate
 from solrl.toyworld.gold import judge
 from solrl.toyworld.grammar import parse_prompt
-from solrl.toyworld.verifier import relation_offset, verify
+from solrl.toyworld.verifier import relation_offset, relation_pair, verify
 from solrl.training.evaluate import eval_seeds
 
 
@@ -42,10 +42,7 @@ def load(args):
 def relation_side(objects, scene) -> str:
     """Where the verifier's picked pair stands: 'holds' / 'reversed' (centres >= 2 px apart the right
     or wrong way), 'level' (closer), or 'missing' (a colour absent): shows whether a model knows the relation."""
-    picked = []
-    for spec in (scene.first, scene.second):
-        candidates = [o for o in objects if o.color == spec.color]
-        picked.append(max(candidates, key=lambda o: (o.shape_credit(spec.shape), o.area), default=None))
+    picked = relation_pair(objects, scene)
     if None in picked:
         return "missing"
     offset = relation_offset(scene.relation, *picked)

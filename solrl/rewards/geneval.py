@@ -21,6 +21,12 @@ def _judged(images, prompts):
     return pixels, scenes, [judge(img, scene) for img, scene in zip(pixels, scenes)]
 
 
+def verdicts_of(images, prompts):
+    """(scenes, verifier verdicts, gold judgements), one segmentation per image."""
+    pixels, scenes, judgements = _judged(images, prompts)
+    return scenes, [verify(img, scene, j.objects) for img, scene, j in zip(pixels, scenes, judgements)], judgements
+
+
 def _gold_parts(judgements) -> dict[str, torch.Tensor]:
     return {"gold": torch.tensor([float(j.verdict.correct) for j in judgements]),
             "world_like": torch.tensor([float(j.world_like) for j in judgements])}
@@ -33,8 +39,7 @@ class GenevalReward(Reward):
     name = "geneval"
 
     def score(self, images, prompts):
-        pixels, scenes, judgements = _judged(images, prompts)
-        verdicts = [verify(img, scene, j.objects) for img, scene, j in zip(pixels, scenes, judgements)]
+        _, verdicts, judgements = verdicts_of(images, prompts)
         return RewardResult(torch.tensor([v.score for v in verdicts]),
                             {"strict": torch.tensor([float(v.strict) for v in verdicts]), **_gold_parts(judgements)})
 

@@ -103,6 +103,13 @@ def relation_offset(relation: str, a: DetectedObject, b: DetectedObject) -> floa
     }[relation]
 
 
+def relation_pair(objects: list[DetectedObject], scene: Scene) -> tuple[DetectedObject | None, DetectedObject | None]:
+    """The objects a relation scene is judged on: per asked object, the best-shaped one of its colour."""
+    def best(spec):
+        return max((o for o in objects if o.color == spec.color), key=lambda o: (o.shape_credit(spec.shape), o.area), default=None)
+    return best(scene.first), best(scene.second)
+
+
 def verify(image: np.ndarray, scene: Scene, objects: list[DetectedObject] | None = None) -> Verdict:
     """Score = mean of partial credits; each object's credit is its shape credit (0 when absent),
     plus count or relation credit, plus purity: the share of detected object pixels that belong to
@@ -121,16 +128,13 @@ def verify(image: np.ndarray, scene: Scene, objects: list[DetectedObject] | None
         parts = {"count": count_credit, "shape": sum(credits) / n, "purity": purity}
         return Verdict(float(np.mean(list(parts.values()))), strict, parts)
 
-    parts, picked = {}, []
-    for key, spec in (("shape_first", scene.first), ("shape_second", scene.second)):
-        candidates = [o for o in objects if o.color == spec.color]
-        best = max(candidates, key=lambda o: (o.shape_credit(spec.shape), o.area), default=None)
-        picked.append(best)
+    parts = {}
+    a, b = relation_pair(objects, scene)
+    for key, spec, best in (("shape_first", scene.first, a), ("shape_second", scene.second, b)):
         parts[key] = best.shape_credit(spec.shape) if best else 0.0
-    a, b = picked
     offset = relation_offset(scene.relation, a, b) if a and b else 0.0
     parts["relation"] = float(np.clip(offset / RELATION_FULL_CREDIT, 0, 1))
-    parts["purity"] = sum(o.area for o in picked if o) / total_area if total_area else 0.0
+    parts["purity"] = sum(o.area for o in (a, b) if o) / total_area if total_area else 0.0
     strict = bool(a and b and a.shape == scene.first.shape and b.shape == scene.second.shape and offset >= 2)
     return Verdict(float(np.mean(list(parts.values()))), strict, parts)
 
