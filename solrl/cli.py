@@ -68,7 +68,8 @@ def cmd_pretrain_toy(args) -> int:
     from .toyworld.pretrain import PretrainConfig, pretrain_toy
 
     cfg = PretrainConfig(out=args.out, steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed, init=args.init,
-                         autoencoder=args.autoencoder, timestep_sampling=args.timestep_sampling)
+                         autoencoder=args.autoencoder, timestep_sampling=args.timestep_sampling,
+                         text_position_scale=args.text_positions)
     out = pretrain_toy(cfg)
     print(f"wrote the toy base model to {out}")
     return 0
@@ -291,6 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "(solrl pretrain-toy-autoencoder); it is saved beside the model")
     p.add_argument("--timestep-sampling", choices=["logit_normal", "uniform"], default="logit_normal",
                    help="training times: SD3's logit-normal, or uniform (covers the high noise where layouts form)")
+    p.add_argument("--text-positions", type=float, default=None, metavar="SCALE",
+                   help="add SCALE x a sinusoidal position code to the text token states, so word order reaches the "
+                   "transformer (default: the --init model's, else 0); saved with the model")
     p.set_defaults(fn=cmd_pretrain_toy)
 
     p = sub.add_parser("pretrain-toy-autoencoder", help="train the toy autoencoder (32x32 RGB <-> 8x8x8 latents) on rendered scenes")

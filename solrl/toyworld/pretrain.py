@@ -38,6 +38,7 @@ class PretrainConfig:
     init: str | None = None    # start (weights and their average) from this model directory instead of random weights
     autoencoder: str | None = None  # a trained toy autoencoder directory: pretrain on its latents
     timestep_sampling: str = "logit_normal"  # or "uniform": logit-normal rarely draws t > 0.9, where the layout is decided
+    text_position_scale: float | None = None  # position code added to the token states (text_encoder.py); None: init's, or 0
 
 
 def _lr_factor(step: int, cfg: PretrainConfig) -> float:
@@ -74,7 +75,10 @@ def pretrain_toy(cfg: PretrainConfig, log=print) -> Path:
     rng = np.random.default_rng(cfg.seed)
     prompts = split_prompts("train")
     scenes = [parse_prompt(p) for p in prompts]
-    encoder = MiniLMEncoder()
+    if cfg.text_position_scale is None:
+        info = Path(cfg.init or "", "training.json")
+        cfg.text_position_scale = json.loads(info.read_text()).get("text_position_scale", 0.0) if cfg.init and info.exists() else 0.0
+    encoder = MiniLMEncoder(position_scale=cfg.text_position_scale)
     embeds = encoder(prompts)
     null = encoder([""])
     if cfg.autoencoder is None and cfg.init and (Path(cfg.init) / AUTOENCODER_DIR).exists():
@@ -134,6 +138,7 @@ def _save(transformer, path: Path, cfg: PretrainConfig, step: int, start: float,
         "final_loss_mean_last_50": float(np.mean(losses[-50:])),
         "seconds": round(time.time() - start, 1),
         "sampling_shift": cfg.sampling_shift,
+        "text_position_scale": cfg.text_position_scale,
         "config": asdict(cfg),
         "torch": torch.__version__,
         "machine": f"{platform.machine()} {platform.processor() or ''} {torch.get_num_threads()} threads".strip(),
