@@ -69,7 +69,8 @@ def cmd_pretrain_toy(args) -> int:
 
     cfg = PretrainConfig(out=args.out, steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed, init=args.init,
                          autoencoder=args.autoencoder, timestep_sampling=args.timestep_sampling,
-                         text_position_scale=args.text_positions)
+                         text_position_scale=args.text_positions, text_causal=args.text_causal,
+                         relations=tuple(args.relations))
     out = pretrain_toy(cfg)
     print(f"wrote the toy base model to {out}")
     return 0
@@ -204,6 +205,7 @@ def cmd_report(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="solrl", description="RL post-training of text-to-image flow models (Sol-RL, DiffusionNFT).")
     sub = parser.add_subparsers(dest="command", required=True)
+    from .toyworld.grammar import RELATIONS  # light: the grammar alone
 
     p = sub.add_parser("sample", help="sample a PNG grid: prompts as rows, seeds as columns")
     p.add_argument("prompt", nargs="+", help="one or more prompts")
@@ -295,6 +297,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text-positions", type=float, default=None, metavar="SCALE",
                    help="add SCALE x a sinusoidal position code to the text token states, so word order reaches the "
                    "transformer (default: the --init model's, else 0); saved with the model")
+    p.add_argument("--text-causal", action=argparse.BooleanOptionalAction, default=None,
+                   help="run the text encoder under a causal mask, as CLIP's is, so each token's state carries what came "
+                   "before it (default: the --init model's, else off); saved with the model")
+    p.add_argument("--relations", nargs="+", default=list(RELATIONS), choices=RELATIONS, metavar="RELATION",
+                   help="train on these relations' scenes only (counts always), e.g. --relations 'left of' above "
+                   "as a curriculum's first stage; default all four")
     p.set_defaults(fn=cmd_pretrain_toy)
 
     p = sub.add_parser("pretrain-toy-autoencoder", help="train the toy autoencoder (32x32 RGB <-> 8x8x8 latents) on rendered scenes")

@@ -196,17 +196,54 @@ def test_text_position_code_matches_the_formula_and_reaches_only_real_tokens():
     assert torch.equal(shifted.pooled, plain.pooled)
 
 
-def test_pretrain_saves_the_text_position_scale_and_init_inherits_it(tmp_path):
+def test_causal_text_states_see_only_what_came_before():
+    import torch
+
+    from solrl.models.text_encoder import MiniLMEncoder
+
+    prompts = ["a red circle to the left of a blue square", "a red circle to the left of a green square"]
+    causal, full = MiniLMEncoder(causal=True)(prompts), MiniLMEncoder()(prompts)
+    # tokens: [CLS] a red circle to the left of a | blue square [SEP]: the prompts differ from token 9 on.
+    # Rows of one batch, same kernels: equal but for summation order (states of norm about 8)
+    assert torch.allclose(causal.states[0, :9], causal.states[1, :9], atol=1e-4)
+    assert (causal.states[0, 9] - causal.states[1, 9]).abs().max() > 0.1
+    assert (full.states[0, :9] - full.states[1, :9]).abs().max() > 0.1  # bidirectional: every token sees the change
+    # the object-swapped twin: the first colour token's state differs far more under the causal mask
+    twin = ["a red circle to the left of a blue square", "a blue square to the left of a red circle"]
+    cos = torch.nn.functional.cosine_similarity
+    c, f = MiniLMEncoder(causal=True)(twin).states, MiniLMEncoder()(twin).states
+    assert cos(c[0, 2], c[1, 9], dim=0) < cos(f[0, 2], f[1, 9], dim=0) - 0.05
+
+
+def test_training_prompts_keep_counts_and_the_listed_relations():
+    from solrl.toyworld.grammar import parse_prompt, split_prompts
+    from solrl.toyworld.pretrain import training_prompts
+
+    every = split_prompts("train")
+    assert training_prompts() == every
+    stage = training_prompts(("left of", "above"))
+    kinds = {parse_prompt(p).relation for p in stage}
+    assert kinds == {None, "left of", "above"}
+    assert len(stage) == sum(parse_prompt(p).relation in (None, "left of", "above") for p in every) < len(every)
+    with pytest.raises(ValueError, match="'beside'"):
+        training_prompts(("left of", "beside"))
+
+
+def test_pretrain_saves_the_text_settings_and_init_inherits_them(tmp_path):
     import json
 
     from solrl.models.toy import ToyPolicy
     from solrl.toyworld.pretrain import PretrainConfig, pretrain_toy
 
     first = pretrain_toy(PretrainConfig(out=str(tmp_path / "first"), steps=1, batch_size=2, snapshot_every=0,
-                                        text_position_scale=0.5), log=lambda *a: None)
-    assert json.loads((first / "training.json").read_text())["text_position_scale"] == 0.5
-    assert ToyPolicy.from_pretrained(first).text_encoder.position_scale == 0.5
+                                        text_position_scale=0.5, text_causal=True), log=lambda *a: None)
+    info = json.loads((first / "training.json").read_text())
+    assert (info["text_position_scale"], info["text_causal"]) == (0.5, True)
+    encoder = ToyPolicy.from_pretrained(first).text_encoder
+    assert (encoder.position_scale, encoder.causal) == (0.5, True)
     again = pretrain_toy(PretrainConfig(out=str(tmp_path / "again"), steps=1, batch_size=2, snapshot_every=0,
                                         init=str(first)), log=lambda *a: None)
-    assert ToyPolicy.from_pretrained(again).text_encoder.position_scale == 0.5
-    assert ToyPolicy.from_pretrained().text_encoder.position_scale == 0.0  # the shipped base has none
+    encoder = ToyPolicy.from_pretrained(again).text_encoder
+    assert (encoder.position_scale, encoder.causal) == (0.5, True)
+    encoder = ToyPolicy.from_pretrained().text_encoder
+    assert (encoder.position_scale, encoder.causal) == (0.0, False)  # the shipped base has neither

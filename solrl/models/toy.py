@@ -80,7 +80,8 @@ class ToyPolicy:
         info_file = path / "training.json"
         info = json.loads(info_file.read_text()) if info_file.exists() else {}
         autoencoder = ToyAutoencoder.load(path / AUTOENCODER_DIR) if (path / AUTOENCODER_DIR).exists() else None
-        return cls(transformer, MiniLMEncoder(position_scale=info.get("text_position_scale", 0.0)),
+        return cls(transformer, MiniLMEncoder(position_scale=info.get("text_position_scale", 0.0),
+                                 causal=info.get("text_causal", False)),
                    shift=shift if shift is not None else info.get("sampling_shift", 1.0), autoencoder=autoencoder)
 
     def sigmas(self, num_steps: int) -> torch.Tensor:

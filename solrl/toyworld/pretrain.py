@@ -18,7 +18,7 @@ import torch
 from ..models.text_encoder import MiniLMEncoder
 from ..models.toy import ToyPolicy, build_toy_transformer
 from ..models.toy_autoencoder import AUTOENCODER_DIR, ToyAutoencoder
-from .grammar import parse_prompt, split_prompts
+from .grammar import RELATIONS, parse_prompt, split_prompts
 from .render import render_scene
 
 
@@ -39,6 +39,10 @@ class PretrainConfig:
     autoencoder: str | None = None  # a trained toy autoencoder directory: pretrain on its latents
     timestep_sampling: str = "logit_normal"  # or "uniform": logit-normal rarely draws t > 0.9, where the layout is decided
     text_position_scale: float | None = None  # position code added to the token states (text_encoder.py); None: init's, or 0
+    text_causal: bool | None = None  # MiniLM under a causal mask (text_encoder.py); None: init's, or False
+    # relation scenes trained on; a curriculum can start with "left of" and "above" alone, where the first object
+    # always goes left or up: which object goes where is then readable from word order alone
+    relations: tuple[str, ...] = RELATIONS
 
 
 def _lr_factor(step: int, cfg: PretrainConfig) -> float:
@@ -57,6 +61,14 @@ def sample_timesteps(kind: str, n: int) -> torch.Tensor:
     raise ValueError(f"timestep sampling {kind!r}: use 'logit_normal' or 'uniform'")
 
 
+def training_prompts(relations=RELATIONS) -> list[str]:
+    """The train split's count prompts and those of its relation prompts whose relation is listed."""
+    unknown = set(relations) - set(RELATIONS)
+    if unknown or not relations:
+        raise ValueError(f"relations {sorted(unknown) or '(none)'}: name one or more of {list(RELATIONS)}")
+    return [p for p in split_prompts("train") if parse_prompt(p).relation in (None, *relations)]
+
+
 def _initial_transformer(cfg: PretrainConfig, autoencoder: ToyAutoencoder | None):
     if cfg.init is None:
         return build_toy_transformer(cfg.seed, autoencoder.latent_shape if autoencoder is not None else None)
@@ -73,12 +85,15 @@ def pretrain_toy(cfg: PretrainConfig, log=print) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
-    prompts = split_prompts("train")
+    prompts = training_prompts(cfg.relations)
     scenes = [parse_prompt(p) for p in prompts]
+    info_file = Path(cfg.init or "", "training.json")
+    init_info = json.loads(info_file.read_text()) if cfg.init and info_file.exists() else {}
     if cfg.text_position_scale is None:
-        info = Path(cfg.init or "", "training.json")
-        cfg.text_position_scale = json.loads(info.read_text()).get("text_position_scale", 0.0) if cfg.init and info.exists() else 0.0
-    encoder = MiniLMEncoder(position_scale=cfg.text_position_scale)
+        cfg.text_position_scale = init_info.get("text_position_scale", 0.0)
+    if cfg.text_causal is None:
+        cfg.text_causal = init_info.get("text_causal", False)
+    encoder = MiniLMEncoder(position_scale=cfg.text_position_scale, causal=cfg.text_causal)
     embeds = encoder(prompts)
     null = encoder([""])
     if cfg.autoencoder is None and cfg.init and (Path(cfg.init) / AUTOENCODER_DIR).exists():
@@ -139,6 +154,7 @@ def _save(transformer, path: Path, cfg: PretrainConfig, step: int, start: float,
         "seconds": round(time.time() - start, 1),
         "sampling_shift": cfg.sampling_shift,
         "text_position_scale": cfg.text_position_scale,
+        "text_causal": cfg.text_causal,
         "config": asdict(cfg),
         "torch": torch.__version__,
         "machine": f"{platform.machine()} {platform.processor() or ''} {torch.get_num_threads()} threads".strip(),
