@@ -11,19 +11,19 @@ what reading the relation is worth in the loss the model is trained on.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import numpy as np
 import torch
 
 from solrl.models.toy import ToyPolicy
-from solrl.toyworld.grammar import RELATIONS, Scene, parse_prompt, split_prompts
+from solrl.toyworld.grammar import OPPOSITE_RELATION, RELATIONS, Scene, parse_prompt, split_prompts
+from solrl.toyworld.pretrain import flow_matching_loss
 from solrl.toyworld.render import render_scene
-
-MIRROR = {"left of": "right of", "right of": "left of", "above": "below", "below": "above"}
 
 
 def mirrored(scene: Scene) -> Scene:
-    return Scene(scene.first, relation=MIRROR[scene.relation], second=scene.second)
+    return dataclasses.replace(scene, relation=OPPOSITE_RELATION[scene.relation])
 
 
 def relation_scenes() -> list[Scene]:
@@ -40,13 +40,10 @@ def loss_gap(policy: ToyPolicy, scenes: list[Scene], t_min: float, seed: int = 0
         x0 = policy.encode(np.stack([render_scene(s, rng) for s in part]))
         t = t_min + (1 - t_min) * torch.rand(len(part), generator=gen)
         eps = torch.randn(x0.shape, generator=gen)
-        xt = (1 - t[:, None, None, None]) * x0 + t[:, None, None, None] * eps
-        def loss(prompts):
-            return (policy.velocity(xt, t, policy.encode_prompts(prompts)) - (eps - x0)).pow(2).mean(dim=(1, 2, 3))
-
-        asked = loss([s.prompt() for s in part])
+        asked = flow_matching_loss(policy, x0, t, eps, policy.encode_prompts([s.prompt() for s in part]))
+        other = flow_matching_loss(policy, x0, t, eps, policy.encode_prompts([mirrored(s).prompt() for s in part]))
         true.append(asked)
-        gaps.append(loss([mirrored(s).prompt() for s in part]) - asked)
+        gaps.append(other - asked)
     gap, relations = torch.cat(gaps), np.array([s.relation for s in scenes])
     out = {"loss": torch.cat(true).mean().item(), "gap": gap.mean().item(), "gap_2se": 2 * gap.std().item() / len(gap) ** 0.5}
     out.update({r: gap[torch.as_tensor(relations == r)].mean().item() for r in RELATIONS})

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from solrl.toyworld.grammar import COLORS, PromptGrammarError, all_scenes, parse_prompt, split_prompts
+from solrl.toyworld.grammar import COLORS, OPPOSITE_RELATION, PromptGrammarError, all_scenes, parse_prompt, split_prompts
 from solrl.toyworld.render import render_scene, shape_mask
 from solrl.toyworld.verifier import detect_objects, verify
 
@@ -66,8 +66,7 @@ VIOLATIONS = {
     if s.second is None else dataclasses.replace(s, first=dataclasses.replace(
         s.first, color=next(c for c in COLORS if c not in (s.first.color, s.second.color)))),
     "shape": lambda s: dataclasses.replace(s, first=dataclasses.replace(s.first, shape=_other_shape(s.first.shape))),
-    "position": lambda s: dataclasses.replace(s, relation={"left of": "right of", "right of": "left of",
-                                                           "above": "below", "below": "above"}[s.relation]),
+    "position": lambda s: dataclasses.replace(s, relation=OPPOSITE_RELATION[s.relation]),
     "count": lambda s: dataclasses.replace(s, count=s.count % 4 + 1),
 }
 
@@ -213,6 +212,23 @@ def test_causal_text_states_see_only_what_came_before():
     cos = torch.nn.functional.cosine_similarity
     c, f = MiniLMEncoder(causal=True)(twin).states, MiniLMEncoder()(twin).states
     assert cos(c[0, 2], c[1, 9], dim=0) < cos(f[0, 2], f[1, 9], dim=0) - 0.05
+
+
+def test_flow_matching_loss_is_the_per_sample_velocity_error_at_the_interpolated_point():
+    import torch
+
+    from solrl.toyworld.pretrain import flow_matching_loss
+
+    class Recorder:  # a "policy" predicting velocity 1 everywhere, recording where it was asked
+        def velocity(self, x, t, cond):
+            self.x = x
+            return torch.ones_like(x)
+
+    x0, eps, t = torch.zeros(2, 1, 1, 2), torch.tensor([[[[2.0, 4.0]]], [[[1.0, 1.0]]]]), torch.tensor([0.5, 0.25])
+    policy = Recorder()
+    loss = flow_matching_loss(policy, x0, t, eps, cond=None)
+    assert torch.equal(policy.x, torch.tensor([[[[1.0, 2.0]]], [[[0.25, 0.25]]]]))  # (1 - t) x0 + t eps
+    assert torch.equal(loss, torch.tensor([((2 - 1) ** 2 + (4 - 1) ** 2) / 2, 0.0]))  # target eps - x0
 
 
 def test_training_prompts_keep_counts_and_the_listed_relations():

@@ -28,6 +28,12 @@ def sinusoidal_positions(length: int, width: int) -> torch.Tensor:
     return code
 
 
+def text_settings(info: dict) -> dict:
+    """MiniLMEncoder's keyword arguments from a toy model's training.json (written by pretrain-toy);
+    a model saved before a setting existed has it off."""
+    return {"position_scale": info.get("text_position_scale", 0.0), "causal": info.get("text_causal", False)}
+
+
 class MiniLMEncoder:
     """Token states and mean-pooled sentence vector of all-MiniLM-L6-v2; caches per prompt."""
 

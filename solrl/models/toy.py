@@ -15,7 +15,7 @@ from ..rollout.sampling import timesteps
 from .base import PromptEmbeds
 from .explore_layers import SD3_EXPLORE_KEEP
 from .lora import JOINT_ATTENTION
-from .text_encoder import MiniLMEncoder
+from .text_encoder import MiniLMEncoder, text_settings
 from .toy_autoencoder import AUTOENCODER_DIR, ToyAutoencoder
 
 TOY_BASE_DIR = Path(__file__).resolve().parent.parent / "assets" / "toy_base"
@@ -80,8 +80,7 @@ class ToyPolicy:
         info_file = path / "training.json"
         info = json.loads(info_file.read_text()) if info_file.exists() else {}
         autoencoder = ToyAutoencoder.load(path / AUTOENCODER_DIR) if (path / AUTOENCODER_DIR).exists() else None
-        return cls(transformer, MiniLMEncoder(position_scale=info.get("text_position_scale", 0.0),
-                                 causal=info.get("text_causal", False)),
+        return cls(transformer, MiniLMEncoder(**text_settings(info)),
                    shift=shift if shift is not None else info.get("sampling_shift", 1.0), autoencoder=autoencoder)
 
     def sigmas(self, num_steps: int) -> torch.Tensor:

@@ -21,6 +21,7 @@ BACKGROUND = (255, 255, 255)
 SHAPES = ("circle", "square", "triangle")
 NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
 RELATIONS = ("left of", "right of", "above", "below")
+OPPOSITE_RELATION = {"left of": "right of", "right of": "left of", "above": "below", "below": "above"}
 _RELATION_PHRASE = {"left of": "to the left of", "right of": "to the right of", "above": "above", "below": "below"}
 
 

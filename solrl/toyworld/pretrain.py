@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..models.text_encoder import MiniLMEncoder
+from ..models.text_encoder import MiniLMEncoder, text_settings
 from ..models.toy import ToyPolicy, build_toy_transformer
 from ..models.toy_autoencoder import AUTOENCODER_DIR, ToyAutoencoder
 from .grammar import RELATIONS, parse_prompt, split_prompts
@@ -61,6 +61,12 @@ def sample_timesteps(kind: str, n: int) -> torch.Tensor:
     raise ValueError(f"timestep sampling {kind!r}: use 'logit_normal' or 'uniform'")
 
 
+def flow_matching_loss(policy: ToyPolicy, x0: torch.Tensor, t: torch.Tensor, eps: torch.Tensor, cond) -> torch.Tensor:
+    """Per-sample rectified-flow loss: x_t = (1 - t) x0 + t eps, target velocity eps - x0."""
+    tt = t[:, None, None, None]
+    return (policy.velocity((1 - tt) * x0 + tt * eps, t, cond) - (eps - x0)).pow(2).mean(dim=(1, 2, 3))
+
+
 def training_prompts(relations=RELATIONS) -> list[str]:
     """The train split's count prompts and those of its relation prompts whose relation is listed."""
     unknown = set(relations) - set(RELATIONS)
@@ -88,11 +94,11 @@ def pretrain_toy(cfg: PretrainConfig, log=print) -> Path:
     prompts = training_prompts(cfg.relations)
     scenes = [parse_prompt(p) for p in prompts]
     info_file = Path(cfg.init or "", "training.json")
-    init_info = json.loads(info_file.read_text()) if cfg.init and info_file.exists() else {}
+    inherited = text_settings(json.loads(info_file.read_text()) if cfg.init and info_file.exists() else {})
     if cfg.text_position_scale is None:
-        cfg.text_position_scale = init_info.get("text_position_scale", 0.0)
+        cfg.text_position_scale = inherited["position_scale"]
     if cfg.text_causal is None:
-        cfg.text_causal = init_info.get("text_causal", False)
+        cfg.text_causal = inherited["causal"]
     encoder = MiniLMEncoder(position_scale=cfg.text_position_scale, causal=cfg.text_causal)
     embeds = encoder(prompts)
     null = encoder([""])
@@ -115,8 +121,7 @@ def pretrain_toy(cfg: PretrainConfig, log=print) -> Path:
             cond.pooled = torch.where(drop[:, None], null.pooled, cond.pooled)
             eps = torch.randn_like(x0)
             t = sample_timesteps(cfg.timestep_sampling, cfg.batch_size)
-            xt = (1 - t[:, None, None, None]) * x0 + t[:, None, None, None] * eps
-            loss = (policy.velocity(xt, t, cond) - (eps - x0)).pow(2).mean()
+            loss = flow_matching_loss(policy, x0, t, eps, cond).mean()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(transformer.parameters(), 1.0)
