@@ -20,7 +20,7 @@ import torch
 from solrl.config import load_config
 from solrl.data import load_prompts
 from solrl.models import load_policy
-from solrl.models.lora import add_policy_adapters, policy_lora_config
+from solrl.models.lora import add_configured_adapters
 from solrl.precision.engine import ExploreEngine
 from solrl.precision.linear import cpu_description
 from solrl.rollout.generation import generate
@@ -35,7 +35,7 @@ def main() -> None:
     args = parser.parse_args()
     cfg = load_config("configs/toy_nft.yaml")
     policy = load_policy("toy")
-    add_policy_adapters(policy.transformer, policy_lora_config(cfg.lora, policy))
+    add_configured_adapters(policy, cfg.lora)
     prompts = load_prompts("train")[: args.batch]
     seeds = list(range(len(prompts)))
     engines = {recipe: ExploreEngine(policy, recipe) for recipe in {r for r, _ in CASES}}

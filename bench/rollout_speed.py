@@ -27,7 +27,7 @@ from solrl.config import load_config
 from solrl.data import load_prompts
 from solrl.models import load_policy
 from solrl.models.compile import compile_transformer
-from solrl.models.lora import add_policy_adapters, policy_lora_config
+from solrl.models.lora import add_configured_adapters
 from solrl.precision.engine import ExploreEngine
 from solrl.precision.linear import cpu_label
 from solrl.rewards import build_reward
@@ -36,7 +36,7 @@ from solrl.rollout.driver import RolloutSpec, run_rollout
 
 def _setup(cfg, scope: str):
     policy = load_policy("toy")
-    add_policy_adapters(policy.transformer, policy_lora_config(cfg.lora, policy))
+    add_configured_adapters(policy, cfg.lora)
     compile_transformer(policy.transformer, scope)
     engine = ExploreEngine(policy, cfg.rollout.explore_precision, compile=scope, layers=cfg.rollout.explore_layers)
     return policy, engine

@@ -23,7 +23,7 @@ from solrl.models import load_policy
 from solrl.rollout.generation import generate
 from solrl.toyworld.gold import judge
 from solrl.toyworld.grammar import parse_prompt
-from solrl.toyworld.verifier import relation_offset, relation_pair, verify
+from solrl.toyworld.verifier import relation_pair, verify
 from solrl.training.evaluate import eval_seeds
 
 
@@ -45,7 +45,7 @@ def relation_side(objects, scene) -> str:
     picked = relation_pair(objects, scene)
     if None in picked:
         return "missing"
-    offset = relation_offset(scene.relation, *picked)
+    offset = picked[0].relation_offset(scene.relation, picked[1])
     return "holds" if offset >= 2 else "reversed" if offset <= -2 else "level"
 
 

@@ -88,7 +88,7 @@ def cmd_train(args) -> int:
     import logging
 
     from .config import load_config
-    from .parallel.distributed import init_world, launched_by_torchrun, shutdown
+    from .parallel.distributed import init_world, launched_by_torchrun
     from .training.trainer import Trainer
 
     if args.nproc_per_node > 1 and not launched_by_torchrun():
@@ -105,7 +105,7 @@ def cmd_train(args) -> int:
             resume = cfg.out_dir if list_checkpoints(Path(cfg.out_dir) / "checkpoints") else None
         summary = Trainer(cfg, resume=resume, quiet=args.quiet).train()
     finally:
-        shutdown(world)
+        world.shutdown()
     if world.main:
         print(json.dumps({k: v for k, v in summary.items() if k != "last_train_record"}, indent=2))
         print(f"run directory: {cfg.out_dir} (curve.png, train.jsonl, eval.jsonl, checkpoints/, tb/); "

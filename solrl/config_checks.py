@@ -3,7 +3,7 @@ for a Config built in code). Types and fixed sets of values are checked while th
 built (config.py); what is left are ranges and combinations, each message naming the key and the fix."""
 from __future__ import annotations
 
-from .algorithms.nft import num_train_slots
+from .algorithms.timesteps import num_train_slots
 from .config import POLICY_GRADIENT, Config, ConfigError, check_types
 
 

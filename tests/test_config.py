@@ -75,7 +75,7 @@ def test_vocabulary_is_written_once():
     """The modules acting on a setting take their list from the config's Literal."""
     import typing
 
-    from solrl.algorithms.nft import DECAY_SCHEDULES
+    from solrl.training.schedules import DECAY_SCHEDULES
     from solrl.config import DecaySchedule
     from solrl.training.objectives import ALGORITHMS, OBJECTIVES
 

@@ -14,7 +14,7 @@ from solrl.models.lora import TRAINED, adapter
 from solrl.models.lora_export import LOAD_ROUTES, check_export, export_lora
 from solrl.rewards.base import REWARDS, Reward, RewardResult
 from solrl.rollout.generation import generate
-from solrl.rollout.sampling import initial_noise
+from solrl.seeding import initial_noise
 from solrl.training.trainer import Trainer
 
 RESOLUTION = {"sd3": 32, "flux": 32, "sana": 32, "qwen_image": 32}

@@ -6,7 +6,7 @@ import torch
 
 from solrl.config import ConfigError, load_config
 from solrl.training.checkpoint import list_checkpoints, load_checkpoint
-from solrl.training.lr_schedule import learning_rate
+from solrl.training.schedules import learning_rate
 from solrl.training.trainer import Trainer
 
 

@@ -4,7 +4,9 @@ import math
 import pytest
 import torch
 
-from solrl.algorithms.nft import nft_loss, old_policy_decay, reward_prob, select_timesteps
+from solrl.algorithms.nft import nft_loss, reward_prob
+from solrl.algorithms.timesteps import select_timesteps
+from solrl.training.schedules import old_policy_decay
 from solrl.training.advantages import group_advantages
 
 A = torch.tensor([-7.0, -2.5, 0.0, 1.0, 10.0])  # clipped to [-5, -2.5, 0, 1, 5] with C = 5

@@ -2,7 +2,8 @@
 import pytest
 import torch
 
-from solrl.rollout.sampling import guided_velocity, initial_noise, sample, shift_time, timesteps
+from solrl.rollout.sampling import guided_velocity, sample, shift_time, timesteps
+from solrl.seeding import initial_noise
 
 
 def test_noise_of_a_seed_ignores_batch_size_order_and_dtype():

@@ -249,7 +249,7 @@ def test_updates_per_iteration_step_refresh_and_resume_exactly(tiny_toy_dir, tmp
 def test_eval_ema_follows_the_references_warmup_and_is_what_evaluation_sees(tiny_toy_dir, tmp_path):
     """eval.ema: EMA <- d EMA + (1 - d) weights after each optimizer step s, d = min((1 + s) / (10 + s), 0.9)
     (DiffusionNFT flow_grpo/ema.py); evaluation swaps it in and puts the live weights back; resume keeps it."""
-    from solrl.algorithms.nft import eval_ema_decay
+    from solrl.training.schedules import eval_ema_decay
 
     assert eval_ema_decay(1) == pytest.approx(2 / 11) and eval_ema_decay(8) == pytest.approx(0.5)
     assert eval_ema_decay(100) == 0.9 and eval_ema_decay(100, cap=0.95) == pytest.approx(101 / 110)

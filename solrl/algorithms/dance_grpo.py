@@ -6,7 +6,7 @@ constant diffusion coefficient sigma_t = eta (0.3 in its FLUX recipe), i.e.
 (Its code writes the score term through x0_hat: -(x - (1 - t) x0_hat) / t^2 = -eps_hat / t.)
 It trains the clipped-ratio GRPO loss (flow_grpo.clipped_policy_loss, clip 1e-4, no KL) on a random
 subset of the steps of each trajectory (timestep_fraction 0.6), chosen per sample like
-nft.select_timesteps.
+timesteps.select_timesteps.
 """
 from __future__ import annotations
 

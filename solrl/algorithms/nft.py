@@ -13,11 +13,6 @@ import torch
 from ..config import AdvMode
 
 ADV_MODES = typing.get_args(AdvMode)
-DECAY_SCHEDULES = {  # name -> (warmup steps, rate per step, maximum)
-    "copy": (0, 0.0, 0.0),
-    "linear_to_0_5": (0, 0.001, 0.5),
-    "delayed_linear_to_0_999": (75, 0.0075, 0.999),
-}
 
 
 def reward_prob(advantages: torch.Tensor, clip_max: float = 5.0, mode: str = "continuous") -> torch.Tensor:
@@ -89,44 +84,3 @@ def nft_loss(v_theta, v_old, x0, xt, t, reward_prob, beta, adv_clip_max=5.0, ada
         "reward_prob_mean": r.mean().detach(),
     }
     return loss, {k: float(v) for k, v in metrics.items()}
-
-
-def old_policy_decay(step: int, schedule: str | float) -> float:
-    """EMA decay of the old adapter at optimizer step `step`: old <- d old + (1 - d) default.
-
-    A number is a fixed decay; a name is one of DECAY_SCHEDULES, where
-    d = 0 if step < warmup else min((step - warmup) * rate, max).
-    """
-    if isinstance(schedule, (int, float)) and not isinstance(schedule, bool):
-        if not 0 <= schedule < 1:
-            raise ValueError(f"a fixed old-policy decay must be in [0, 1), got {schedule}")
-        return float(schedule)
-    if schedule not in DECAY_SCHEDULES:
-        raise ValueError(f"unknown old_policy_decay_schedule {schedule!r}; choose one of {', '.join(DECAY_SCHEDULES)} or a number")
-    warmup, rate, maximum = DECAY_SCHEDULES[schedule]
-    if step < warmup:
-        return 0.0
-    return min((step - warmup) * rate, maximum)
-
-
-def eval_ema_decay(step: int, cap: float = 0.9) -> float:
-    """Decay of the evaluation EMA after optimizer step `step` (1 for the first), as DiffusionNFT's
-    flow_grpo/ema.py: min((1 + step) / (10 + step), cap), a warm-up that trusts early weights less."""
-    if not 0 <= cap < 1:
-        raise ValueError(f"eval.ema_decay must be in [0, 1), got {cap}")
-    return min((1 + step) / (10 + step), cap)
-
-
-def num_train_slots(num_timesteps: int, fraction: float) -> int:
-    """How many of a rollout's timesteps each sample trains on."""
-    return max(1, int(num_timesteps * fraction))
-
-
-def select_timesteps(grid: torch.Tensor, num_samples: int, fraction: float, generator: torch.Generator | None = None):
-    """Per sample, a random subset of the rollout's T timesteps: [num_samples, num_train_slots(T, fraction)]."""
-    if not 0 < fraction <= 1:
-        raise ValueError(f"timestep_fraction must be in (0, 1], got {fraction}")
-    T = grid.numel()
-    keep = num_train_slots(T, fraction)
-    order = torch.stack([torch.randperm(T, generator=generator) for _ in range(num_samples)])
-    return grid[order[:, :keep]]

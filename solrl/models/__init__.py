@@ -56,12 +56,11 @@ def load_base_policy(ckpt: dict) -> Policy:
 def load_trained_policy(ckpt: dict):
     """The policy a training checkpoint was made with, its trained LoRA added; returns (policy, LoraConfig)."""
     from ..config import Config, from_dict
-    from .lora import TRAINED, add_policy_adapters, load_adapter_state, policy_lora_config
+    from .lora import TRAINED, add_configured_adapters, load_adapter_state
 
     cfg = from_dict(Config, ckpt["config"])
     policy = load_base_policy(ckpt)
-    lcfg = policy_lora_config(cfg.lora, policy)
-    add_policy_adapters(policy.transformer, lcfg)
+    lcfg = add_configured_adapters(policy, cfg.lora)
     load_adapter_state(policy.transformer, TRAINED, ckpt["lora_default"])
     return policy, lcfg
 

@@ -18,7 +18,7 @@ import typing
 
 import torch
 
-from ..config import CompileScope, compile_scope
+from ..config import CompileScope
 from ..parallel.sharding import block_lists
 
 COMPILE_SCOPES = typing.get_args(CompileScope)
@@ -27,9 +27,8 @@ BACKEND = "inductor"  # tests swap in a counting backend
 RECOMPILE_LIMIT = 64
 
 
-def compile_transformer(model: torch.nn.Module, scope: str | bool) -> bool:
-    """Compile `model` in place at `scope` (True means "blocks"); returns whether anything was compiled."""
-    scope = compile_scope(scope)
+def compile_transformer(model: torch.nn.Module, scope: str) -> bool:
+    """Compile `model` in place at `scope` (one of COMPILE_SCOPES); returns whether anything was compiled."""
     if scope not in COMPILE_SCOPES:
         raise ValueError(f"unknown compile scope {scope!r}; choose one of {', '.join(COMPILE_SCOPES)}")
     if scope == "eager":

@@ -33,6 +33,13 @@ def policy_lora_config(section, policy) -> LoraConfig:
     return lora_config(section.rank, section.alpha, section.init, targets, section.dropout)
 
 
+def add_configured_adapters(policy, section) -> LoraConfig:
+    """`default` and `old` on the policy's transformer, as a config's `lora` section asks; returns their config."""
+    config = policy_lora_config(section, policy)
+    add_policy_adapters(policy.transformer, config)
+    return config
+
+
 def _tuner_layers(model):
     return [m for m in model.modules() if isinstance(m, BaseTunerLayer)]
 

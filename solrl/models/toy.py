@@ -11,7 +11,6 @@ from pathlib import Path
 
 import torch
 
-from ..rollout.sampling import timesteps
 from .base import PromptEmbeds
 from .explore_layers import SD3_EXPLORE_KEEP
 from .lora import JOINT_ATTENTION
@@ -82,10 +81,6 @@ class ToyPolicy:
         autoencoder = ToyAutoencoder.load(path / AUTOENCODER_DIR) if (path / AUTOENCODER_DIR).exists() else None
         return cls(transformer, MiniLMEncoder(**text_settings(info)),
                    shift=shift if shift is not None else info.get("sampling_shift", 1.0), autoencoder=autoencoder)
-
-    def sigmas(self, num_steps: int) -> torch.Tensor:
-        """The toy world's own grid (it has no diffusers scheduler): shift(linspace(1, 0, N + 1))."""
-        return timesteps(num_steps, self.shift)
 
     @property
     def max_prompt_tokens(self) -> int:

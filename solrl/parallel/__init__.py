@@ -1,4 +1,4 @@
 """Several processes (torchrun): the world and its collectives (distributed.py), FSDP2 sharding (sharding.py)."""
-from .distributed import World, current_world, gather_objects, shard, sum_gradients
+from .distributed import World, init_world, launched_by_torchrun, merge_metric_sums
 
-__all__ = ["World", "current_world", "gather_objects", "shard", "sum_gradients"]
+__all__ = ["World", "init_world", "launched_by_torchrun", "merge_metric_sums"]

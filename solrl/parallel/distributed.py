@@ -24,6 +24,9 @@ log = logging.getLogger("solrl.parallel.distributed")
 
 @dataclass(frozen=True)
 class World:
+    """This process's place among the ranks, and the few collectives training needs; for a lone
+    process (size 1) every collective is the identity, so callers never branch on it."""
+
     rank: int = 0
     size: int = 1
     local_rank: int = 0
@@ -35,6 +38,48 @@ class World:
     @property
     def active(self) -> bool:
         return self.size > 1
+
+    @classmethod
+    def current(cls) -> "World":
+        """The process group already joined (init_world), or a lone process."""
+        if dist.is_available() and dist.is_initialized():
+            return cls(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
+        return cls()
+
+    def shard(self, count: int) -> range:
+        """This rank's contiguous block of `count` items (prompt groups); counts must divide evenly so
+        every rank does the same work and the global batch equals a single process's."""
+        if count % self.size:
+            raise ValueError(f"train.prompts_per_iter={count} does not divide among {self.size} processes; "
+                             f"use a multiple of {self.size}")
+        per = count // self.size
+        return range(self.rank * per, (self.rank + 1) * per)
+
+    def gather(self, obj) -> list:
+        """Every rank's `obj`, in rank order, on every rank (small things only: rewards, flags, metrics)."""
+        if not self.active:
+            return [obj]
+        out = [None] * self.size
+        dist.all_gather_object(out, obj)
+        return out
+
+    def sum_gradients(self, params: list[torch.nn.Parameter]) -> None:
+        """Sum each parameter's gradient over ranks in one flat all_reduce (what DDP's buckets do, done
+        once per update because an update accumulates many micro-batches)."""
+        if not self.active or not params:
+            return
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+        offset = 0
+        for p, g in zip(params, grads):
+            n = g.numel()
+            p.grad = flat[offset:offset + n].view_as(g).clone()
+            offset += n
+
+    def shutdown(self) -> None:
+        if self.active and dist.is_initialized():
+            dist.destroy_process_group()
 
 
 def launched_by_torchrun() -> bool:
@@ -51,59 +96,9 @@ def init_world(timeout_minutes: float = 30.0) -> World:
         if cuda:
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
         dist.init_process_group(backend, timeout=datetime.timedelta(minutes=timeout_minutes))
-    world = World(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
+    world = World.current()
     log.info("rank %d of %d (%s)", world.rank, world.size, dist.get_backend())
     return world
-
-
-def current_world() -> World:
-    if dist.is_available() and dist.is_initialized():
-        return World(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
-    return World()
-
-
-def shard(count: int, world: World) -> range:
-    """This rank's contiguous block of `count` items (prompt groups); counts must divide evenly so
-    every rank does the same work and the global batch equals a single process's."""
-    if count % world.size:
-        raise ValueError(f"train.prompts_per_iter={count} does not divide among {world.size} processes; "
-                         f"use a multiple of {world.size}")
-    per = count // world.size
-    return range(world.rank * per, (world.rank + 1) * per)
-
-
-def gather_objects(obj, world: World) -> list:
-    """Every rank's `obj`, in rank order, on every rank (small things only: rewards, flags, metrics)."""
-    if not world.active:
-        return [obj]
-    out = [None] * world.size
-    dist.all_gather_object(out, obj)
-    return out
-
-
-def sum_gradients(params: list[torch.nn.Parameter], world: World) -> None:
-    """Sum each parameter's gradient over ranks in one flat all_reduce (what DDP's buckets do, done
-    once per update because an update accumulates many micro-batches)."""
-    if not world.active or not params:
-        return
-    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
-    flat = torch.cat([g.reshape(-1) for g in grads])
-    dist.all_reduce(flat, op=dist.ReduceOp.SUM)
-    offset = 0
-    for p, g in zip(params, grads):
-        n = g.numel()
-        p.grad = flat[offset:offset + n].view_as(g).clone()
-        offset += n
-
-
-def barrier(world: World) -> None:
-    if world.active:
-        dist.barrier()
-
-
-def shutdown(world: World) -> None:
-    if world.active and dist.is_initialized():
-        dist.destroy_process_group()
 
 
 def merge_metric_sums(per_rank: list[tuple[dict, int]]) -> tuple[dict, int]:

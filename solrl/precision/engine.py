@@ -36,10 +36,10 @@ def _set_module(root: torch.nn.Module, name: str, module: torch.nn.Module) -> No
 
 
 class ExploreEngine:
-    """`compile` ("blocks", "model", True = "blocks") compiles the copy with inductor (solrl/models/compile.py):
+    """`compile` ("blocks" or "model") compiles the copy with inductor (solrl/models/compile.py):
     activation quantization fuses with its neighbours. Syncs write the weights in place: no recompile."""
 
-    def __init__(self, policy, recipe: str | Recipe, adapter: str = OLD, compile: str | bool = "eager",
+    def __init__(self, policy, recipe: str | Recipe, adapter: str = OLD, compile: str = "eager",
                  layers: str = "reference"):
         if layers not in EXPLORE_LAYERS:
             raise ValueError(f"unknown explore layer choice {layers!r}; choose one of {', '.join(EXPLORE_LAYERS)}")

@@ -67,6 +67,10 @@ class RolloutSpec:
     def seeds_per_prompt(self) -> int:
         return self.group_size if self.family == "diffusionnft" else self.explore_seeds
 
+    def seeds(self, run_seed: int, iteration: int, groups: int) -> list[int]:
+        """The seeds of an iteration's `groups` prompt groups, `seeds_per_prompt` each, group by group."""
+        return rollout_seeds(run_seed, iteration, groups * self.seeds_per_prompt)
+
 
 @dataclass
 class RolloutBatch:

@@ -16,9 +16,9 @@ from typing import Sequence
 
 import torch
 
-from ..seeding import seed_from
+from ..seeding import initial_noise, seed_from, seeded_normal
 from .dynamics import Dynamics
-from .sampling import initial_noise, sample, sampling_grid, seeded_normal
+from .sampling import sample, sampling_grid
 
 
 def padded_batches(prompts: Sequence[str], seeds: Sequence[int], batch_size: int):

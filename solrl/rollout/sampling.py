@@ -1,4 +1,4 @@
-"""Rectified-flow sampling: shifted schedules, deterministic ODE solvers, CFG, seed -> noise.
+"""Rectified-flow sampling: shifted schedules, deterministic ODE solvers, CFG (the noise comes from seeding.py).
 
 Conventions (SPEC.md): x_t = (1 - t) x0 + t eps, t = 1 is noise, the model predicts
 v = eps - x0, and x0_hat = x_t - t v. Every solver takes any `velocity(x, t, cond)`,
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import typing
-from typing import Callable, Sequence
+from typing import Callable
 
 import torch
 
@@ -21,26 +21,6 @@ from ..config import Solver
 
 VelocityFn = Callable[[torch.Tensor, torch.Tensor, object], torch.Tensor]
 SOLVERS = typing.get_args(Solver)
-
-# Noise is drawn in one fixed dtype on one fixed device, then cast and moved, so a seed gives the
-# same starting point whatever the batch, the model's dtype or its device (Sol-RL regenerates
-# selected seeds and relies on this).
-NOISE_DTYPE = torch.float32
-NOISE_DEVICE = "cpu"
-
-
-def seeded_normal(seeds: Sequence[int], shape: Sequence[int]) -> torch.Tensor:
-    """[len(seeds), *shape] standard normals on NOISE_DEVICE in NOISE_DTYPE; row i depends on seeds[i]
-    alone. Every noise of solrl (initial, SDE step, training) is drawn here, from its own seed."""
-    rows = [torch.randn(tuple(shape), generator=torch.Generator(device=NOISE_DEVICE).manual_seed(int(seed)),
-                        dtype=NOISE_DTYPE, device=NOISE_DEVICE) for seed in seeds]
-    return torch.stack(rows) if rows else torch.empty((0, *shape), dtype=NOISE_DTYPE)
-
-
-def initial_noise(seeds: Sequence[int], shape: Sequence[int], device=None, dtype=None) -> torch.Tensor:
-    """Standard-normal noise [len(seeds), *shape] at t = 1; row i is the noise of seeds[i]."""
-    return seeded_normal(seeds, shape).to(device=device or NOISE_DEVICE, dtype=dtype or NOISE_DTYPE)
-
 
 def shift_time(t: torch.Tensor, shift: float) -> torch.Tensor:
     """SD3's timestep shift: t' = s t / (1 + (s - 1) t); s > 1 spends more steps at high noise."""

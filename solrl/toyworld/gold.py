@@ -22,7 +22,7 @@ import numpy as np
 
 from .grammar import BACKGROUND, Scene, parse_prompt
 from .render import COUNT_SIZE, RELATION_SIZE
-from .verifier import COLOR_TOLERANCE, RELATION_FULL_CREDIT, DetectedObject, describe, palette_components, relation_offset
+from .verifier import COLOR_TOLERANCE, RELATION_FULL_CREDIT, DetectedObject, segment
 
 SIZE_SLACK = 2            # px around the renderer's object-size range
 SQUARE_SLACK = 2          # |height - width| of a rendered object's box (triangles and circles too)
@@ -40,10 +40,6 @@ class GoldVerdict:
     @property
     def reason(self) -> str:
         return "; ".join(self.failures) or "correct"
-
-
-def _objects_with_masks(image: np.ndarray) -> list[tuple[DetectedObject, np.ndarray]]:
-    return [(describe(color, mask), mask) for color, mask in palette_components(image)]
 
 
 def _size_range(scene: Scene) -> tuple[int, int]:
@@ -95,7 +91,7 @@ def _assign(found, wanted) -> list[tuple]:
 def gold_check(image: np.ndarray, scene: Scene, found=None) -> GoldVerdict:
     """Every rule of the module docstring, for a uint8 [H, W, 3] image and its scene (`found`: the
     image's segmentation when the caller already has it)."""
-    found = _objects_with_masks(image) if found is None else found
+    found = segment(image) if found is None else found
     sizes, wanted = _size_range(scene), _wanted(scene)
     failures = []
     asked_colors = {spec.color for spec in wanted}
@@ -114,7 +110,7 @@ def gold_check(image: np.ndarray, scene: Scene, found=None) -> GoldVerdict:
         failures.append(f"{dirt:.1%} of the canvas is stray paint")
     if scene.second is not None and len(pairs) == 2 and not failures:
         (_, first, _), (_, second, _) = pairs
-        if relation_offset(scene.relation, first, second) < MIN_RELATION_OFFSET:
+        if first.relation_offset(scene.relation, second) < MIN_RELATION_OFFSET:
             failures.append(f"the {scene.first.phrase()} is not {scene.relation} the {scene.second.phrase()}")
     return GoldVerdict(not failures, failures)
 
@@ -131,7 +127,7 @@ def gold_score(image: np.ndarray, scene: Scene, found=None) -> tuple[float, dict
     credit x size factor; 0 when missing) gates the rest, so nothing earns much without objects of the
     world's size and shape: score = objects x (count or relation + clean background) / 2, where count is
     full only when exact and the background credit falls to 0 at 10% stray paint."""
-    found = _objects_with_masks(image) if found is None else found
+    found = segment(image) if found is None else found
     sizes, wanted = _size_range(scene), _wanted(scene)
     pairs = _assign(found, wanted)
     objects = float(np.mean([obj.shape_credit(spec.shape) * _size_factor(obj, sizes) if obj else 0.0
@@ -141,7 +137,7 @@ def gold_score(image: np.ndarray, scene: Scene, found=None) -> tuple[float, dict
         layout = 1.0 if mine == n else max(0.0, 1 - abs(mine - n) / n) / 2
     else:
         (_, first, _), (_, second, _) = pairs
-        offset = relation_offset(scene.relation, first, second) if first and second else 0.0
+        offset = first.relation_offset(scene.relation, second) if first and second else 0.0
         layout = float(np.clip(offset / RELATION_FULL_CREDIT, 0, 1))
     clean = float(np.clip(1 - _dirt(image, [m for _, obj, m in pairs if obj]) / 0.10, 0, 1))
     parts = {"objects": objects, "count" if scene.second is None else "relation": layout, "clean": clean}
@@ -154,7 +150,7 @@ def gold_check_prompt(image: np.ndarray, prompt: str) -> GoldVerdict:
 
 def world_likeness(image: np.ndarray, found=None) -> bool:
     """Image-level rules only: every object of a rendered size and about square, a clean background."""
-    found = _objects_with_masks(image) if found is None else found
+    found = segment(image) if found is None else found
     low, high = COUNT_SIZE[0] - SIZE_SLACK, RELATION_SIZE[1] + SIZE_SLACK
     for obj, _ in found:
         h, w = obj.box
@@ -173,6 +169,6 @@ class Judgement:
 
 
 def judge(image: np.ndarray, scene: Scene) -> Judgement:
-    found = _objects_with_masks(image)
+    found = segment(image)
     return Judgement(gold_check(image, scene, found), gold_score(image, scene, found)[0], world_likeness(image, found),
                      [obj for obj, _ in found])

@@ -43,6 +43,15 @@ class DetectedObject:
         margin = iou - max(v for k, v in self.shape_iou.items() if k != target)
         return float(np.clip(margin / MARGIN_FULL_CREDIT, 0, 1) * np.clip((iou - 0.5) / 0.4, 0, 1))
 
+    def relation_offset(self, relation: str, other: "DetectedObject") -> float:
+        """Signed distance (px) by which this object stands in `relation` to `other`; positive when it holds."""
+        return {
+            "left of": other.center[1] - self.center[1],
+            "right of": self.center[1] - other.center[1],
+            "above": other.center[0] - self.center[0],
+            "below": self.center[0] - other.center[0],
+        }[relation]
+
 
 @functools.lru_cache(maxsize=4096)  # 3 shapes x box sizes: 3,072 masks cover every box of a 32x32 image
 def _ideal_in_box(shape: str, h: int, w: int) -> np.ndarray:
@@ -81,9 +90,14 @@ def describe(color: str, mask: np.ndarray) -> DetectedObject:
     return DetectedObject(color, int(mask.sum()), (float(rows.mean()), float(cols.mean())), ious, (int(h), int(w)))
 
 
+def segment(image: np.ndarray) -> list[tuple[DetectedObject, np.ndarray]]:
+    """(object, mask) of each connected component of a palette colour in a uint8 [H, W, 3] image."""
+    return [(describe(color, mask), mask) for color, mask in palette_components(image)]
+
+
 def detect_objects(image: np.ndarray) -> list[DetectedObject]:
     """Objects in a uint8 [H, W, 3] image: connected components of each palette colour."""
-    return [describe(color, mask) for color, mask in palette_components(image)]
+    return [obj for obj, _ in segment(image)]
 
 
 @dataclass(frozen=True)
@@ -91,16 +105,6 @@ class Verdict:
     score: float   # continuous GenEval-style score in [0, 1]: the mean of `parts`
     strict: bool   # every requirement met exactly
     parts: dict[str, float]  # the partial credits, by name
-
-
-def relation_offset(relation: str, a: DetectedObject, b: DetectedObject) -> float:
-    """Signed distance (px) by which a stands in `relation` to b; positive when it holds."""
-    return {
-        "left of": b.center[1] - a.center[1],
-        "right of": a.center[1] - b.center[1],
-        "above": b.center[0] - a.center[0],
-        "below": a.center[0] - b.center[0],
-    }[relation]
 
 
 def relation_pair(objects: list[DetectedObject], scene: Scene) -> tuple[DetectedObject | None, DetectedObject | None]:
@@ -132,7 +136,7 @@ def verify(image: np.ndarray, scene: Scene, objects: list[DetectedObject] | None
     a, b = relation_pair(objects, scene)
     for key, spec, best in (("shape_first", scene.first, a), ("shape_second", scene.second, b)):
         parts[key] = best.shape_credit(spec.shape) if best else 0.0
-    offset = relation_offset(scene.relation, a, b) if a and b else 0.0
+    offset = a.relation_offset(scene.relation, b) if a and b else 0.0
     parts["relation"] = float(np.clip(offset / RELATION_FULL_CREDIT, 0, 1))
     parts["purity"] = sum(o.area for o in (a, b) if o) / total_area if total_area else 0.0
     strict = bool(a and b and a.shape == scene.first.shape and b.shape == scene.second.shape and offset >= 2)

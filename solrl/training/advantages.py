@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import torch
 
-from ..parallel.distributed import gather_objects
 from ..rewards.guard import RewardFault
 
 
@@ -83,7 +82,7 @@ def iteration_advantages(batch, world, global_std: bool) -> IterationRewards | N
     depend on. None when no group kept two finite rewards."""
     batch, dropped = drop_non_finite(batch)
     local = (batch.rewards, batch.group_ids, batch.reward_parts) if batch is not None else None
-    shared = gather_objects((local, dropped), world)
+    shared = world.gather((local, dropped))
     dropped = sum(d for _, d in shared)
     kept = [part for part, _ in shared if part is not None]
     if not kept:

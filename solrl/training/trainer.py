@@ -18,7 +18,6 @@ import numpy as np
 import torch
 import yaml
 
-from ..algorithms.nft import eval_ema_decay, old_policy_decay
 from ..config import Config, ConfigError, to_dict
 from ..config_checks import check_config
 from ..data import check_prompt_lengths, load_prompts, prompts_for_iteration
@@ -31,22 +30,21 @@ from ..models.lora import (
     adapter,
     adapter_params,
     adapter_state,
-    add_policy_adapters,
+    add_configured_adapters,
     ema_update,
     load_adapter_state,
-    policy_lora_config,
 )
-from ..parallel.distributed import current_world, gather_objects, merge_metric_sums, shard, sum_gradients
+from ..parallel.distributed import World, merge_metric_sums
 from ..parallel.sharding import full, full_state, shard_model, shard_optimizer_state
 from ..reporting.metrics_log import MetricsLogger, SilentLogger
 from ..rewards import build_reward
 from ..rewards.guard import DeferredFaults, RewardFault, guard_reward, reward_kwargs
-from ..rollout.driver import RewardError, RolloutSpec, rollout_seeds
+from ..rollout.driver import RewardError, RolloutSpec
 from ..seeding import derived_seed
 from .advantages import finite_floats, iteration_advantages, refuse_non_finite
 from .checkpoint import load_checkpoint, save_checkpoint
 from .evaluate import evaluate
-from .lr_schedule import set_learning_rate
+from .schedules import eval_ema_decay, old_policy_decay, set_learning_rate
 from .objectives import UpdateContext, build_objective
 
 log = logging.getLogger("solrl.train")
@@ -64,7 +62,7 @@ class Trainer:
     def __init__(self, cfg: Config, resume: str | None = None, quiet: bool = False):
         check_config(cfg)  # load_config checked it already; a Config built in code is checked here
         self.cfg = cfg
-        self.world = current_world()  # torchrun ranks; a lone process is rank 0 of 1
+        self.world = World.current()  # torchrun ranks; a lone process is rank 0 of 1
         if cfg.train.prompts_per_iter % self.world.size:
             raise ConfigError(f"train.prompts_per_iter={cfg.train.prompts_per_iter} does not divide among "
                               f"{self.world.size} processes; use a multiple of {self.world.size}")
@@ -88,10 +86,9 @@ class Trainer:
         check_prompt_lengths(self.policy, self.prompts, cfg.train.prompts)
         check_prompt_lengths(self.policy, self.eval_prompts, cfg.eval.split)
         self.model = self.policy.transformer
-        self.lora_config = policy_lora_config(cfg.lora, self.policy)
+        self.lora_config = add_configured_adapters(self.policy, cfg.lora)  # export_lora writes it beside the weights
         if cfg.lora.target_modules is None:  # the family's list, written out in config.yaml and checkpoints
             cfg.lora.target_modules = list(self.policy.lora_target_modules)
-        add_policy_adapters(self.model, self.lora_config)
         self.engine = None
         if cfg.rollout.family in ("naive_quant", "sol_rl"):
             from ..precision.engine import ExploreEngine
@@ -206,9 +203,9 @@ class Trainer:
         sums, pairs = self.objective.accumulate(self.context, batch, advantages, gen, part) if batch is not None else ({}, 0)
         params = self.optimizer.param_groups[0]["params"]  # the `default` adapter (as shards under fsdp2)
         if not self.fsdp:  # FSDP2 reduce-scattered every backward already
-            sum_gradients(params, self.world)  # no-op for one process
+            self.world.sum_gradients(params)  # no-op for one process
         if self.world.active:  # each rank's sums are weighted by its share of the batch: add them up
-            sums, pairs = merge_metric_sums(gather_objects((sums, pairs), self.world))
+            sums, pairs = merge_metric_sums(self.world.gather((sums, pairs)))
         grad_norm = float(full(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)))
         if math.isfinite(grad_norm):
             set_learning_rate(self.optimizer, self.state.optimizer_step, cfg)
@@ -244,7 +241,7 @@ class Trainer:
         t_start = time.time()
         group_prompts = prompts_for_iteration(self.prompts, self.cfg.seed, iteration, cfg.prompts_per_iter)
         spec = self.rollout_spec()
-        seeds = rollout_seeds(self.cfg.seed, iteration, len(group_prompts) * spec.seeds_per_prompt)
+        seeds = spec.seeds(self.cfg.seed, iteration, len(group_prompts))
         batch = self._rollout(iteration, group_prompts, seeds, spec)
         if batch is None:
             return None
@@ -252,7 +249,7 @@ class Trainer:
         if self.cfg.reward.on_fault == "stop":
             refuse_non_finite(batch, iteration)
         if batch.proxy_rewards is not None:  # what the report's proxy-fidelity scatter is drawn from
-            kept = gather_objects((batch.group_ids.tolist(), finite_floats(batch.proxy_rewards), finite_floats(batch.rewards)), self.world)
+            kept = self.world.gather((batch.group_ids.tolist(), finite_floats(batch.proxy_rewards), finite_floats(batch.rewards)))
             self.logger.log("selection", iteration + 1, {"group_ids": [g for k in kept for g in k[0]],
                                                          "proxy": [v for k in kept for v in k[1]],
                                                          "full": [v for k in kept for v in k[2]]})
@@ -289,7 +286,7 @@ class Trainer:
     def _rollout(self, iteration: int, group_prompts: list[str], seeds: list[int], spec: RolloutSpec):
         """This rank's share of the iteration's samples, or None when the iteration is lost to a reward
         fault (reward.on_fault=stop raises instead); every rank takes the same decision."""
-        mine = shard(len(group_prompts), self.world)  # this rank's prompt groups, with all of their seeds
+        mine = self.world.shard(len(group_prompts))  # this rank's prompt groups, with all of their seeds
         per_prompt = spec.seeds_per_prompt
 
         def selection_rng(group: int) -> torch.Generator:  # per global group: the split does not change a draw
@@ -305,7 +302,7 @@ class Trainer:
         if isinstance(self.rollout_reward, DeferredFaults) and self.rollout_reward.faults:
             batch, error = None, RewardError(self.rollout_reward.faults[0])
             self.rollout_reward.faults.clear()
-        errors = [e for e in gather_objects(None if error is None else str(error), self.world) if e]
+        errors = [e for e in self.world.gather(None if error is None else str(error)) if e]
         if errors:
             if self.cfg.reward.on_fault == "stop":
                 raise RewardFault(f"iteration {iteration}: {errors[0]} (reward.on_fault=stop; set it to skip to lose the iteration instead)") from error
@@ -363,7 +360,7 @@ class Trainer:
         last = {}
         while self.state.iteration < cfg.iterations:
             over_budget = bool(cfg.time_budget_minutes) and self.elapsed() >= cfg.time_budget_minutes * 60
-            if gather_objects(over_budget, self.world)[0]:  # rank 0's clock decides for all
+            if self.world.gather(over_budget)[0]:  # rank 0's clock decides for all
                 log.info("time budget of %.1f min reached after %d iterations", cfg.time_budget_minutes, self.state.iteration)
                 break
             record = self.run_iteration(self.state.iteration)

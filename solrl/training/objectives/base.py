@@ -11,12 +11,11 @@ from dataclasses import dataclass
 
 import torch
 
-from ...algorithms.nft import select_timesteps
+from ...algorithms.timesteps import select_timesteps
 from ...models.lora import OLD, adapter, mixed_adapter_batch
 from ...registry import Registry
 from ...rollout.driver import RolloutBatch, RolloutSpec, run_rollout
-from ...rollout.sampling import seeded_normal
-from ...seeding import derived_seed
+from ...seeding import derived_seed, seeded_normal
 
 OBJECTIVES = Registry("training objective (train.algorithm)")
 
