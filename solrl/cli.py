@@ -70,6 +70,7 @@ def cmd_pretrain_toy(args) -> int:
     cfg = PretrainConfig(out=args.out, steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed, init=args.init,
                          autoencoder=args.autoencoder, timestep_sampling=args.timestep_sampling,
                          text_position_scale=args.text_positions, text_causal=args.text_causal,
+                         text_word_scale=args.text_words,
                          relations=tuple(args.relations))
     out = pretrain_toy(cfg)
     print(f"wrote the toy base model to {out}")
@@ -300,6 +301,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text-causal", action=argparse.BooleanOptionalAction, default=None,
                    help="run the text encoder under a causal mask, as CLIP's is, so each token's state carries what came "
                    "before it (default: the --init model's, else off); saved with the model")
+    p.add_argument("--text-words", type=float, default=None, metavar="SCALE",
+                   help="add SCALE x each token's input word embedding to its state, which keeps relation words apart "
+                   "(MiniLM's output states blur them; default: the --init model's, else 0); saved with the model")
     p.add_argument("--relations", nargs="+", default=list(RELATIONS), choices=RELATIONS, metavar="RELATION",
                    help="train on these relations' scenes only (counts always), e.g. --relations 'left of' above "
                    "as a curriculum's first stage; default all four")

@@ -214,6 +214,24 @@ def test_causal_text_states_see_only_what_came_before():
     assert cos(c[0, 2], c[1, 9], dim=0) < cos(f[0, 2], f[1, 9], dim=0) - 0.05
 
 
+def test_word_embeddings_keep_the_relation_words_apart():
+    import torch
+
+    from solrl.models.text_encoder import MiniLMEncoder
+
+    pair = ["a red circle to the left of a blue square", "a red circle to the right of a blue square"]
+    plain, words = MiniLMEncoder(), MiniLMEncoder(word_scale=5.0)
+    table = words.model.embeddings.word_embeddings.weight
+    ids = words.tokenizer(pair, padding="max_length", truncation=True, max_length=words.max_tokens, return_tensors="pt")["input_ids"]
+    # exactly the states plus 5 x the input embedding of each token (padding stays zero)
+    mask = (ids > 0).unsqueeze(-1).float()
+    torch.testing.assert_close(words(pair).states, (plain(pair).states + 5.0 * table[ids]) * mask, atol=1e-5, rtol=1e-5)
+    cos = torch.nn.functional.cosine_similarity
+    p, w = plain(pair).states, words(pair).states
+    assert ids[0, 6] != ids[1, 6]  # [CLS] a red circle to the | left / right
+    assert cos(w[0, 6], w[1, 6], dim=0) < cos(p[0, 6], p[1, 6], dim=0) - 0.05  # the relation tokens move apart
+
+
 def test_flow_matching_loss_is_the_per_sample_velocity_error_at_the_interpolated_point():
     import torch
 
@@ -252,14 +270,14 @@ def test_pretrain_saves_the_text_settings_and_init_inherits_them(tmp_path):
     from solrl.toyworld.pretrain import PretrainConfig, pretrain_toy
 
     first = pretrain_toy(PretrainConfig(out=str(tmp_path / "first"), steps=1, batch_size=2, snapshot_every=0,
-                                        text_position_scale=0.5, text_causal=True), log=lambda *a: None)
+                                        text_position_scale=0.5, text_causal=True, text_word_scale=3.0), log=lambda *a: None)
     info = json.loads((first / "training.json").read_text())
-    assert (info["text_position_scale"], info["text_causal"]) == (0.5, True)
+    assert (info["text_position_scale"], info["text_causal"], info["text_word_scale"]) == (0.5, True, 3.0)
     encoder = ToyPolicy.from_pretrained(first).text_encoder
-    assert (encoder.position_scale, encoder.causal) == (0.5, True)
+    assert (encoder.position_scale, encoder.causal, encoder.word_scale) == (0.5, True, 3.0)
     again = pretrain_toy(PretrainConfig(out=str(tmp_path / "again"), steps=1, batch_size=2, snapshot_every=0,
                                         init=str(first)), log=lambda *a: None)
     encoder = ToyPolicy.from_pretrained(again).text_encoder
-    assert (encoder.position_scale, encoder.causal) == (0.5, True)
+    assert (encoder.position_scale, encoder.causal, encoder.word_scale) == (0.5, True, 3.0)
     encoder = ToyPolicy.from_pretrained().text_encoder
-    assert (encoder.position_scale, encoder.causal) == (0.0, False)  # the shipped base has neither
+    assert (encoder.position_scale, encoder.causal, encoder.word_scale) == (0.0, False, 0.0)  # the shipped base has none

@@ -40,6 +40,7 @@ class PretrainConfig:
     timestep_sampling: str = "logit_normal"  # or "uniform": logit-normal rarely draws t > 0.9, where the layout is decided
     text_position_scale: float | None = None  # position code added to the token states (text_encoder.py); None: init's, or 0
     text_causal: bool | None = None  # MiniLM under a causal mask (text_encoder.py); None: init's, or False
+    text_word_scale: float | None = None  # input word embeddings added to the token states; None: init's, or 0
     # relation scenes trained on; a curriculum can start with "left of" and "above" alone, where the first object
     # always goes left or up: which object goes where is then readable from word order alone
     relations: tuple[str, ...] = RELATIONS
@@ -99,7 +100,9 @@ def pretrain_toy(cfg: PretrainConfig, log=print) -> Path:
         cfg.text_position_scale = inherited["position_scale"]
     if cfg.text_causal is None:
         cfg.text_causal = inherited["causal"]
-    encoder = MiniLMEncoder(position_scale=cfg.text_position_scale, causal=cfg.text_causal)
+    if cfg.text_word_scale is None:
+        cfg.text_word_scale = inherited["word_scale"]
+    encoder = MiniLMEncoder(position_scale=cfg.text_position_scale, causal=cfg.text_causal, word_scale=cfg.text_word_scale)
     embeds = encoder(prompts)
     null = encoder([""])
     if cfg.autoencoder is None and cfg.init and (Path(cfg.init) / AUTOENCODER_DIR).exists():
@@ -160,6 +163,7 @@ def _save(transformer, path: Path, cfg: PretrainConfig, step: int, start: float,
         "sampling_shift": cfg.sampling_shift,
         "text_position_scale": cfg.text_position_scale,
         "text_causal": cfg.text_causal,
+        "text_word_scale": cfg.text_word_scale,
         "config": asdict(cfg),
         "torch": torch.__version__,
         "machine": f"{platform.machine()} {platform.processor() or ''} {torch.get_num_threads()} threads".strip(),
