@@ -44,8 +44,8 @@ from ..seeding import derived_seed
 from .advantages import finite_floats, iteration_advantages, refuse_non_finite
 from .checkpoint import load_checkpoint, save_checkpoint
 from .evaluate import evaluate
-from .schedules import eval_ema_decay, old_policy_decay, set_learning_rate
 from .objectives import UpdateContext, build_objective
+from .schedules import eval_ema_decay, old_policy_decay, set_learning_rate
 
 log = logging.getLogger("solrl.train")
 
