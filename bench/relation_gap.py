@@ -54,7 +54,10 @@ def loss_gap(policy: ToyPolicy, scenes: list[Scene], t_min: float, seed: int = 0
 def oracle_gap(policy: ToyPolicy, scenes: list[Scene], renders: int = 256, seed: int = 0) -> float:
     """Per-dimension squared distance between the mean latents of a prompt and of its mirror."""
     rng = np.random.default_rng(seed)
-    mean = lambda s: policy.encode(np.stack([render_scene(s, rng) for _ in range(renders)])).mean(0)  # noqa: E731
+
+    def mean(scene: Scene) -> torch.Tensor:
+        return policy.encode(np.stack([render_scene(scene, rng) for _ in range(renders)])).mean(0)
+
     return float(np.mean([(mean(s) - mean(mirrored(s))).pow(2).mean().item() for s in scenes]))
 
 

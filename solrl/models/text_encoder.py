@@ -30,11 +30,13 @@ def sinusoidal_positions(length: int, width: int) -> torch.Tensor:
     return code
 
 
+TEXT_SETTINGS = {"position_scale": 0.0, "causal": False, "word_scale": 0.0}  # MiniLMEncoder's switches, off
+
+
 def text_settings(info: dict) -> dict:
-    """MiniLMEncoder's keyword arguments from a toy model's training.json (written by pretrain-toy);
-    a model saved before a setting existed has it off."""
-    return {"position_scale": info.get("text_position_scale", 0.0), "causal": info.get("text_causal", False),
-            "word_scale": info.get("text_word_scale", 0.0)}
+    """MiniLMEncoder's keyword arguments from a toy model's training.json, where pretrain-toy saves each
+    switch as `text_<name>`; a model saved before a switch existed has it off."""
+    return {name: info.get(f"text_{name}", off) for name, off in TEXT_SETTINGS.items()}
 
 
 class MiniLMEncoder:

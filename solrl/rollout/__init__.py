@@ -5,9 +5,9 @@ sampling.py (grids, ODE solvers, CFG; seed -> noise is solrl/seeding.py) -> dyna
 reward) -> driver.py (`run_rollout`: explore, select, regenerate, score). probe.py measures how well
 an explore engine's rewards rank seeds.
 """
+from ..seeding import initial_noise, seeded_normal
 from .driver import ROLLOUT_FAMILIES, RewardError, RolloutBatch, RolloutSpec, rollout_seeds, run_rollout
 from .dynamics import DYNAMICS, ODE, Dynamics, StepOutput
-from ..seeding import initial_noise, seeded_normal
 from .generation import SDETrajectory, generate, generate_sde
 from .sampling import sample, sampling_grid, shift_time, timesteps
 from .selection import SELECTION_MODES, select_seeds

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..models.text_encoder import MiniLMEncoder, text_settings
+from ..models.text_encoder import TEXT_SETTINGS, MiniLMEncoder, text_settings
 from ..models.toy import ToyPolicy, build_toy_transformer
 from ..models.toy_autoencoder import AUTOENCODER_DIR, ToyAutoencoder
 from .grammar import RELATIONS, parse_prompt, split_prompts
@@ -96,13 +96,10 @@ def pretrain_toy(cfg: PretrainConfig, log=print) -> Path:
     scenes = [parse_prompt(p) for p in prompts]
     info_file = Path(cfg.init or "", "training.json")
     inherited = text_settings(json.loads(info_file.read_text()) if cfg.init and info_file.exists() else {})
-    if cfg.text_position_scale is None:
-        cfg.text_position_scale = inherited["position_scale"]
-    if cfg.text_causal is None:
-        cfg.text_causal = inherited["causal"]
-    if cfg.text_word_scale is None:
-        cfg.text_word_scale = inherited["word_scale"]
-    encoder = MiniLMEncoder(position_scale=cfg.text_position_scale, causal=cfg.text_causal, word_scale=cfg.text_word_scale)
+    for name, value in inherited.items():  # a switch left unset follows the --init model's
+        if getattr(cfg, f"text_{name}") is None:
+            setattr(cfg, f"text_{name}", value)
+    encoder = MiniLMEncoder(**{name: getattr(cfg, f"text_{name}") for name in inherited})
     embeds = encoder(prompts)
     null = encoder([""])
     if cfg.autoencoder is None and cfg.init and (Path(cfg.init) / AUTOENCODER_DIR).exists():
@@ -161,9 +158,7 @@ def _save(transformer, path: Path, cfg: PretrainConfig, step: int, start: float,
         "final_loss_mean_last_50": float(np.mean(losses[-50:])),
         "seconds": round(time.time() - start, 1),
         "sampling_shift": cfg.sampling_shift,
-        "text_position_scale": cfg.text_position_scale,
-        "text_causal": cfg.text_causal,
-        "text_word_scale": cfg.text_word_scale,
+        **{f"text_{name}": getattr(cfg, f"text_{name}") for name in TEXT_SETTINGS},
         "config": asdict(cfg),
         "torch": torch.__version__,
         "machine": f"{platform.machine()} {platform.processor() or ''} {torch.get_num_threads()} threads".strip(),
