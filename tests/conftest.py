@@ -8,6 +8,23 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 torch.set_num_threads(min(2, torch.get_num_threads()))
 
 
+def _register_test_rewards():
+    from solrl.rewards.base import REWARDS, Reward, RewardResult
+
+    @REWARDS.register("test_brightness")
+    class Brightness(Reward):
+        """Mean brightness: cheap, defined for any prompt, and continuous in the pixels, so runs whose
+        weights differ by float rounding get rewards that differ by as little (a JPEG's byte count or a
+        verifier's verdict jumps instead)."""
+        name = "test_brightness"
+
+        def score(self, images, prompts):
+            return RewardResult(images.mean(dim=(1, 2, 3)))
+
+
+_register_test_rewards()
+
+
 @pytest.fixture(scope="session")
 def toy_policy():
     from solrl.models import load_policy

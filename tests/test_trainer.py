@@ -13,15 +13,6 @@ from solrl.training.checkpoint import list_checkpoints, load_checkpoint
 from solrl.training.trainer import Trainer
 
 
-@REWARDS.register("test_brightness")
-class _Brightness(Reward):
-    """Mean brightness: cheap, continuous, and defined for any prompt."""
-    name = "test_brightness"
-
-    def score(self, images, prompts):
-        return RewardResult(images.mean(dim=(1, 2, 3)))
-
-
 @REWARDS.register("test_nan")
 class _NanReward(Reward):
     name = "test_nan"
