@@ -3,6 +3,7 @@ and the order a run visits them in."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -51,14 +52,14 @@ def load_prompts(source: str) -> list[str]:
     return prompts
 
 
-def check_prompt_lengths(policy, prompts: list[str], source: str) -> None:
+def check_prompt_lengths(policy, prompts: Sequence[str], source: str) -> None:
     """Refuse prompts longer than the text encoder reads: it would silently cut them, so the model
     would be trained and judged on different texts. Policies without a limit are not checked."""
     count = getattr(policy, "count_prompt_tokens", None)
     limit = getattr(policy, "max_prompt_tokens", None)
     if count is None or limit is None:
         return
-    lengths = count(prompts)
+    lengths = count(list(prompts))
     long = [(i, n) for i, n in enumerate(lengths) if n > limit]
     if long:
         i, n = long[0]
@@ -66,12 +67,12 @@ def check_prompt_lengths(policy, prompts: list[str], source: str) -> None:
                          f"e.g. #{i} ({n} tokens): {prompts[i][:80]!r}; shorten or remove them")
 
 
-def prompt_order(prompts: list[str], run_seed: int, epoch: int) -> list[int]:
+def prompt_order(prompts: Sequence[str], run_seed: int, epoch: int) -> list[int]:
     rng = np.random.default_rng(derived_seed(run_seed, epoch, "epoch"))
     return rng.permutation(len(prompts)).tolist()
 
 
-def prompts_for_iteration(prompts: list[str], run_seed: int, iteration: int, per_iter: int) -> list[str]:
+def prompts_for_iteration(prompts: Sequence[str], run_seed: int, iteration: int, per_iter: int) -> list[str]:
     """The prompt groups of an iteration: consecutive slices of per-epoch shuffles (data position = iteration)."""
     picked, orders = [], {}
     for position in range(iteration * per_iter, (iteration + 1) * per_iter):
@@ -80,3 +81,31 @@ def prompts_for_iteration(prompts: list[str], run_seed: int, iteration: int, per
             orders[epoch] = prompt_order(prompts, run_seed, epoch)
         picked.append(prompts[orders[epoch][offset]])
     return picked
+
+
+class PromptSet(Sequence):
+    """The prompts a run trains or evaluates on, with the source they came from (named in errors)."""
+
+    def __init__(self, prompts: Sequence[str], source: str):
+        self.prompts, self.source = tuple(prompts), source
+
+    @classmethod
+    def load(cls, source: str, max_prompts: int = 0) -> PromptSet:
+        """`source` as `load_prompts` reads it; `max_prompts` > 0 keeps the first that many."""
+        prompts = load_prompts(source)
+        return cls(prompts[:max_prompts] if max_prompts else prompts, source)
+
+    def __getitem__(self, index):
+        item = self.prompts[index]
+        return list(item) if isinstance(index, slice) else item  # a slice is a plain prompt list, as callers pass on
+
+    def __len__(self) -> int:
+        return len(self.prompts)
+
+    def check_fits(self, policy) -> None:
+        """`check_prompt_lengths` for this set: every prompt within the policy's text-encoder limit."""
+        check_prompt_lengths(policy, self.prompts, self.source)
+
+    def for_iteration(self, run_seed: int, iteration: int, per_iter: int) -> list[str]:
+        """`prompts_for_iteration` of this set."""
+        return prompts_for_iteration(self.prompts, run_seed, iteration, per_iter)

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from solrl.data import load_prompts
+from solrl.data import PromptSet, load_prompts
 
 
 def test_toy_splits_by_name():
@@ -37,3 +37,18 @@ def test_bad_prompt_files_are_explained(tmp_path):
     with pytest.raises(ValueError, match="unsupported"):
         (tmp_path / "p.csv").write_text("a\n")
         load_prompts(str(tmp_path / "p.csv"))
+
+
+def test_a_run_visits_every_prompt_once_per_epoch_in_a_seeded_order(tmp_path):
+    names = [f"prompt {i}" for i in range(10)]
+    (tmp_path / "p.txt").write_text("\n".join(names))
+    prompts = PromptSet.load(str(tmp_path / "p.txt"))
+    assert list(prompts) == names and prompts.source == str(tmp_path / "p.txt")
+    assert list(PromptSet.load(str(tmp_path / "p.txt"), max_prompts=3)) == names[:3]
+    # 4 per iteration over 10 prompts: iterations 0-4 cover two epochs; iteration 2 straddles them
+    visits = [prompts.for_iteration(7, i, 4) for i in range(5)]
+    flat = [p for v in visits for p in v]
+    assert sorted(flat[:10]) == names and sorted(flat[10:]) == names
+    assert flat[:10] != flat[10:] and flat[:10] != names  # each epoch shuffled anew
+    assert visits == [prompts.for_iteration(7, i, 4) for i in range(5)]  # a resumed run sees the same order
+    assert [prompts.for_iteration(8, i, 4) for i in range(5)] != visits

@@ -216,15 +216,15 @@ def test_memory_options_reach_the_modules(pipeline_dirs):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_prompts_longer_than_the_text_encoder_reads_are_refused(family, pipeline_dirs):
-    from solrl.data import check_prompt_lengths
+    from solrl.data import PromptSet
 
     policy = _policy(family, pipeline_dirs(family))
     assert policy.max_prompt_tokens == OPTIONS["max_sequence_length"]
     policy.max_sequence_length = max(policy.count_prompt_tokens(PROMPTS))  # the tiny tokenizers split finely
-    check_prompt_lengths(policy, PROMPTS, "short.txt")
+    PromptSet(PROMPTS, "short.txt").check_fits(policy)
     long_prompt = " and ".join(PROMPTS * 3)
     with pytest.raises(ValueError, match=rf"long.txt.*1 prompt\(s\) exceed the text encoder's limit of {policy.max_sequence_length} tokens"):
-        check_prompt_lengths(policy, [*PROMPTS, long_prompt], "long.txt")
+        PromptSet([*PROMPTS, long_prompt], "long.txt").check_fits(policy)
 
 
 @pytest.mark.filterwarnings("ignore:FSDP2-wrapped module.*returned a view tensor")  # checked below: gradients are right

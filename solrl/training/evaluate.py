@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from PIL import Image
@@ -16,7 +17,7 @@ def eval_seeds(num_prompts: int, seeds_per_prompt: int, base: int = 10_000_000) 
     return [base + i * seeds_per_prompt + j for i in range(num_prompts) for j in range(seeds_per_prompt)]
 
 
-def evaluate(policy, reward, prompts: list[str], seeds_per_prompt: int = 2, steps: int = 10, solver: str = "euler",
+def evaluate(policy, reward, prompts: Sequence[str], seeds_per_prompt: int = 2, steps: int = 10, solver: str = "euler",
              guidance: float = 1.0, batch_size: int = 64, grid_prompts: int = 16, out_dir: str | Path | None = None,
              tag: str = "eval", velocity=None) -> dict:
     start = time.time()

@@ -20,7 +20,7 @@ import yaml
 
 from ..config import Config, ConfigError, to_dict
 from ..config_checks import check_config
-from ..data import check_prompt_lengths, load_prompts, prompts_for_iteration
+from ..data import PromptSet
 from ..models import load_policy, policy_options
 from ..models.compile import compile_transformer, warm_up_compiled
 from ..models.lora import (
@@ -75,16 +75,14 @@ class Trainer:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         torch.manual_seed(cfg.seed)
         # cheap inputs first: a typo in a prompt file or reward name costs seconds, not a model load
-        self.prompts = load_prompts(cfg.train.prompts)
-        self.eval_prompts = load_prompts(cfg.eval.split)
-        if cfg.eval.max_prompts:
-            self.eval_prompts = self.eval_prompts[: cfg.eval.max_prompts]
+        self.prompts = PromptSet.load(cfg.train.prompts)
+        self.eval_prompts = PromptSet.load(cfg.eval.split, cfg.eval.max_prompts)
         self.reward = guard_reward(build_reward(cfg.reward.name, **reward_kwargs(cfg.reward)), cfg.reward)
         # sharded rollouts must not end early on one rank: faults are collected and acted on afterwards
         self.rollout_reward = DeferredFaults(self.reward) if self.fsdp else self.reward
         self.policy = load_policy(cfg.model.name, cfg.model.path, cfg.model.shift, **policy_options(cfg.model))
-        check_prompt_lengths(self.policy, self.prompts, cfg.train.prompts)
-        check_prompt_lengths(self.policy, self.eval_prompts, cfg.eval.split)
+        self.prompts.check_fits(self.policy)
+        self.eval_prompts.check_fits(self.policy)
         self.model = self.policy.transformer
         self.lora_config = add_configured_adapters(self.policy, cfg.lora)  # export_lora writes it beside the weights
         if cfg.lora.target_modules is None:  # the family's list, written out in config.yaml and checkpoints
@@ -239,7 +237,7 @@ class Trainer:
     def run_iteration(self, iteration: int) -> dict | None:
         cfg = self.cfg.train
         t_start = time.time()
-        group_prompts = prompts_for_iteration(self.prompts, self.cfg.seed, iteration, cfg.prompts_per_iter)
+        group_prompts = self.prompts.for_iteration(self.cfg.seed, iteration, cfg.prompts_per_iter)
         spec = self.rollout_spec()
         seeds = spec.seeds(self.cfg.seed, iteration, len(group_prompts))
         batch = self._rollout(iteration, group_prompts, seeds, spec)
