@@ -23,7 +23,7 @@ from solrl.models import load_policy
 from solrl.rollout.generation import generate
 from solrl.toyworld.gold import judge
 from solrl.toyworld.grammar import parse_prompt
-from solrl.toyworld.verifier import relation_pair, verify
+from solrl.toyworld.verifier import relation_pair
 from solrl.training.evaluate import eval_seeds
 
 
@@ -88,8 +88,8 @@ def main() -> None:
     images = to_uint8_nhwc(policy.decode(samples))
     for image, prompt in zip(images, flat):
         scene = parse_prompt(prompt)
-        judged = judge(image, scene)   # one segmentation: the verifier reuses its objects
-        parts_of(verify(image, scene, judged.objects), scene, parts, judged.objects)
+        judged = judge(image, scene)   # one segmentation for the verifier and the gold check
+        parts_of(judged.reward, scene, parts, judged.objects)
         parts["gold: accuracy"].append(judged.verdict.correct)
         parts["gold: world-likeness"].append(judged.world_like)
     if args.grid:

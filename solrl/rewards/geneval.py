@@ -10,21 +10,14 @@ import torch
 from ..images import to_uint8_nhwc
 from ..toyworld.gold import judge
 from ..toyworld.grammar import parse_prompt
-from ..toyworld.verifier import verify
 from .base import REWARDS, Reward, RewardResult
-
-
-def _judged(images, prompts):
-    """Each image's gold judgement, from one segmentation per image (the verifier reuses it)."""
-    scenes = [parse_prompt(p) for p in prompts]  # refuse prompts outside the grammar up front
-    pixels = to_uint8_nhwc(images)
-    return pixels, scenes, [judge(img, scene) for img, scene in zip(pixels, scenes)]
 
 
 def verdicts_of(images, prompts):
     """(scenes, verifier verdicts, gold judgements), one segmentation per image."""
-    pixels, scenes, judgements = _judged(images, prompts)
-    return scenes, [verify(img, scene, j.objects) for img, scene, j in zip(pixels, scenes, judgements)], judgements
+    scenes = [parse_prompt(p) for p in prompts]  # refuse prompts outside the grammar up front
+    judgements = [judge(img, scene) for img, scene in zip(to_uint8_nhwc(images), scenes)]
+    return scenes, [j.reward for j in judgements], judgements
 
 
 def _gold_parts(judgements) -> dict[str, torch.Tensor]:
@@ -52,6 +45,6 @@ class GenevalGoldReward(Reward):
     name = "geneval_gold"
 
     def score(self, images, prompts):
-        _, _, judgements = _judged(images, prompts)
+        _, _, judgements = verdicts_of(images, prompts)
         parts = _gold_parts(judgements)
         return RewardResult(torch.tensor([j.score for j in judgements]), {"strict": parts["gold"], **parts})

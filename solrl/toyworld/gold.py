@@ -22,7 +22,7 @@ import numpy as np
 
 from .grammar import BACKGROUND, Scene, parse_prompt
 from .render import COUNT_SIZE, RELATION_SIZE
-from .verifier import COLOR_TOLERANCE, RELATION_FULL_CREDIT, DetectedObject, segment
+from .verifier import COLOR_TOLERANCE, RELATION_FULL_CREDIT, DetectedObject, Verdict, segment, verify
 
 SIZE_SLACK = 2            # px around the renderer's object-size range
 SQUARE_SLACK = 2          # |height - width| of a rendered object's box (triangles and circles too)
@@ -162,13 +162,15 @@ def world_likeness(image: np.ndarray, found=None) -> bool:
 @dataclass(frozen=True)
 class Judgement:
     """Everything the rewards report about one image, from one segmentation."""
-    verdict: GoldVerdict
-    score: float
+    reward: Verdict         # the verifier's (reward.name=geneval trains on its score)
+    verdict: GoldVerdict    # the gold check
+    score: float            # gold_score (reward.name=geneval_gold trains on it)
     world_like: bool
     objects: list[DetectedObject]
 
 
 def judge(image: np.ndarray, scene: Scene) -> Judgement:
     found = segment(image)
-    return Judgement(gold_check(image, scene, found), gold_score(image, scene, found)[0], world_likeness(image, found),
-                     [obj for obj, _ in found])
+    objects = [obj for obj, _ in found]
+    return Judgement(verify(image, scene, objects), gold_check(image, scene, found), gold_score(image, scene, found)[0],
+                     world_likeness(image, found), objects)
