@@ -70,7 +70,7 @@ def cmd_pretrain_toy(args) -> int:
     cfg = PretrainConfig(out=args.out, steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed, init=args.init,
                          autoencoder=args.autoencoder, timestep_sampling=args.timestep_sampling,
                          text_position_scale=args.text_positions, text_causal=args.text_causal,
-                         text_word_scale=args.text_words,
+                         text_word_scale=args.text_words, mean_weight=args.mean_weight, mean_renders=args.mean_renders,
                          relations=tuple(args.relations))
     out = pretrain_toy(cfg)
     print(f"wrote the toy base model to {out}")
@@ -307,6 +307,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--relations", nargs="+", default=list(RELATIONS), choices=RELATIONS, metavar="RELATION",
                    help="train on these relations' scenes only (counts always), e.g. --relations 'left of' above "
                    "as a curriculum's first stage; default all four")
+    p.add_argument("--mean-weight", type=float, default=0.0, metavar="W",
+                   help="add W x the loss at t = 1 against each prompt's mean latent (over --mean-renders renders): "
+                   "a low-variance target where the layout is decided, which makes the model read the relation "
+                   "(docs/toy-latent-base.md, stop 21); default 0, off")
+    p.add_argument("--mean-renders", type=int, default=32, help="renders averaged into each prompt's mean latent (default 32)")
     p.set_defaults(fn=cmd_pretrain_toy)
 
     p = sub.add_parser("pretrain-toy-autoencoder", help="train the toy autoencoder (32x32 RGB <-> 8x8x8 latents) on rendered scenes")

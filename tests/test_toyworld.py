@@ -155,6 +155,11 @@ def test_pretrain_writes_a_loadable_model_and_init_continues_from_one(tmp_path, 
                                         init=str(first)), log=lambda *a: None)
     for name, value in ToyPolicy.from_pretrained(again).transformer.state_dict().items():
         assert torch.equal(value, start[name]), name
+    # the prompt-mean loss draws from its own generator: the same batches, with its term added to the loss
+    plus = pretrain_toy(PretrainConfig(out=str(tmp_path / "plus"), steps=2, batch_size=4, lr=0.0, seed=5, snapshot_every=0,
+                                       init=str(first), mean_weight=1.0, mean_renders=2), log=lambda *a: None)
+    losses = [json.loads((d / "training.json").read_text())["final_loss_mean_last_50"] for d in (again, plus)]
+    assert losses[1] > losses[0] and json.loads((plus / "training.json").read_text())["config"]["mean_weight"] == 1.0
     assert main(["pretrain-toy", "--init", str(tmp_path / "nowhere"), "--steps", "1", "--out", str(tmp_path / "x")]) == 2
     assert "no toy model there (config.json missing)" in capsys.readouterr().err
 
@@ -247,6 +252,44 @@ def test_flow_matching_loss_is_the_per_sample_velocity_error_at_the_interpolated
     loss = flow_matching_loss(policy, x0, t, eps, cond=None)
     assert torch.equal(policy.x, torch.tensor([[[[1.0, 2.0]]], [[[0.25, 0.25]]]]))  # (1 - t) x0 + t eps
     assert torch.equal(loss, torch.tensor([((2 - 1) ** 2 + (4 - 1) ** 2) / 2, 0.0]))  # target eps - x0
+
+
+def test_prompt_mean_loss_is_the_velocity_error_at_pure_noise_against_the_mean_latent():
+    import torch
+
+    from solrl.toyworld.pretrain import prompt_mean_loss
+
+    class Recorder:  # a "policy" predicting velocity 1 everywhere, recording where and when it was asked
+        def velocity(self, x, t, cond):
+            self.x, self.t = x, t
+            return torch.ones_like(x)
+
+    means, eps = torch.tensor([[[[0.5, -1.0]]], [[[2.0, 0.0]]]]), torch.tensor([[[[2.0, 4.0]]], [[[1.0, 1.0]]]])
+    policy = Recorder()
+    loss = prompt_mean_loss(policy, means, eps, cond=None)
+    assert torch.equal(policy.x, eps) and torch.equal(policy.t, torch.ones(2))  # t = 1: the input is the noise
+    # target eps - mean: (1.5, 5) and (-1, 1); error against 1: (0.5, 4) and (-2, 0)
+    assert torch.equal(loss, torch.tensor([(0.5 ** 2 + 4 ** 2) / 2, (2 ** 2 + 0) / 2]))
+
+
+def test_prompt_means_average_the_renders_of_each_scene():
+    import numpy as np
+    import torch
+
+    from solrl.toyworld.grammar import parse_prompt
+    from solrl.toyworld.pretrain import prompt_means
+    from solrl.toyworld.render import render_scene
+
+    class Pixels:  # the pixel-space policy's encode: uint8 -> [-1, 1]
+        def encode(self, images):
+            return torch.as_tensor(images).permute(0, 3, 1, 2).float() / 127.5 - 1
+
+    scenes = [parse_prompt("two red circles"), parse_prompt("a blue square above a green triangle")]
+    means = prompt_means(Pixels(), scenes, 3, np.random.default_rng(0))
+    rng = np.random.default_rng(0)
+    for scene, mean in zip(scenes, means):
+        renders = Pixels().encode(np.stack([render_scene(scene, rng) for _ in range(3)]))
+        assert torch.allclose(mean, renders.mean(0)) and not torch.allclose(mean, renders[0])
 
 
 def test_training_prompts_keep_counts_and_the_listed_relations():
