@@ -18,7 +18,7 @@ import torch
 
 from solrl.models.toy import ToyPolicy
 from solrl.toyworld.grammar import OPPOSITE_RELATION, RELATIONS, Scene, parse_prompt, split_prompts
-from solrl.toyworld.pretrain import flow_matching_loss
+from solrl.toyworld.pretrain import flow_matching_loss, prompt_means
 from solrl.toyworld.render import render_scene
 
 
@@ -54,11 +54,8 @@ def loss_gap(policy: ToyPolicy, scenes: list[Scene], t_min: float, seed: int = 0
 def oracle_gap(policy: ToyPolicy, scenes: list[Scene], renders: int = 256, seed: int = 0) -> float:
     """Per-dimension squared distance between the mean latents of a prompt and of its mirror."""
     rng = np.random.default_rng(seed)
-
-    def mean(scene: Scene) -> torch.Tensor:
-        return policy.encode(np.stack([render_scene(scene, rng) for _ in range(renders)])).mean(0)
-
-    return float(np.mean([(mean(s) - mean(mirrored(s))).pow(2).mean().item() for s in scenes]))
+    pairs = [prompt_means(policy, [s, mirrored(s)], renders, rng) for s in scenes]  # the scene's renders, then its mirror's
+    return float(np.mean([(true - mirror).pow(2).mean().item() for true, mirror in pairs]))
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ import torch
 from relation_gap import loss_gap, mirrored, relation_scenes
 
 from solrl.models.toy import ToyPolicy
-from solrl.toyworld.pretrain import flow_matching_loss
+from solrl.toyworld.pretrain import flow_matching_loss, prompt_means
 from solrl.toyworld.render import render_scene
 
 
@@ -36,7 +36,7 @@ def decompose(policy: ToyPolicy, scenes, renders: int = 128, held: int = 32, see
     rows = []
     for scene in scenes:
         x = policy.encode(np.stack([render_scene(scene, rng) for _ in range(renders + held)]))
-        mirror = policy.encode(np.stack([render_scene(mirrored(scene), rng) for _ in range(renders)])).mean(0)
+        mirror = prompt_means(policy, [mirrored(scene)], renders, rng)[0]
         mean, x0 = x[:renders].mean(0), x[renders:]
         eps = torch.randn(x0.shape, generator=gen)
         v = policy.velocity(eps, torch.ones(held), policy.encode_prompts([scene.prompt()] * held))

@@ -145,9 +145,9 @@ def pretrain_toy(cfg: PretrainConfig, log=print) -> Path:
             t = sample_timesteps(cfg.timestep_sampling, cfg.batch_size)
             loss = flow_matching_loss(policy, x0, t, eps, cond).mean()
             if means is not None:  # the same prompts, fresh noise (a dropped prompt's mean would be the unconditional one)
-                keep = ~drop
-                loss = loss + cfg.mean_weight * prompt_mean_loss(policy, means[torch.as_tensor(idx)][keep], torch.randn_like(x0)[keep],
-                                                                 embeds.index(torch.as_tensor(idx[keep.numpy()]))).mean()
+                kept = torch.as_tensor(idx)[~drop]
+                loss = loss + cfg.mean_weight * prompt_mean_loss(policy, means[kept], torch.randn_like(x0)[~drop],
+                                                                 embeds.index(kept)).mean()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(transformer.parameters(), 1.0)
