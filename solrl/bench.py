@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from .config import load_config
+from .precision.linear import cpu_label
 from .reporting.curves import plot_family_curves
 from .reporting.metrics_log import read_jsonl
 
@@ -55,7 +56,8 @@ def aggregate_seeds(histories: list[list[dict]]) -> list[dict]:
 def run_convergence(minutes: float, out_dir: str, families: list[str], overrides: list[str] = (), skip_existing: bool = False,
                     seeds: int = 1) -> dict:
     """Each family's preset under the budget, once per seed (`seed=0..seeds-1`); with several seeds the
-    evaluation history is their mean with 95% intervals (aggregate_seeds), the train logs pooled."""
+    evaluation history is their mean with 95% intervals (aggregate_seeds), the train logs pooled, and
+    `seed_evals` keeps each seed's own history."""
     from .training.trainer import Trainer
 
     out = Path(out_dir)
@@ -69,13 +71,38 @@ def run_convergence(minutes: float, out_dir: str, families: list[str], overrides
                                                            f"seed={seed}", *overrides])
                 Trainer(cfg, quiet=True).train()
             runs.append({"eval": read_jsonl(run_dir / "eval.jsonl"), "train": read_jsonl(run_dir / "train.jsonl")})
-        if seeds == 1:
-            results[family] = runs[0]
-        else:
-            results[family] = {"eval": aggregate_seeds([r["eval"] for r in runs]),
-                               "train": [t for r in runs for t in r["train"]],
-                               "final_by_seed": [r["eval"][-1]["mean_score"] for r in runs]}
+        evals = [r["eval"] for r in runs]
+        results[family] = {"eval": evals[0] if seeds == 1 else aggregate_seeds(evals),
+                           "train": [t for r in runs for t in r["train"]], "seed_evals": evals}
     return results
+
+
+# The held-out metrics the table compares: the training reward's score, its strict 0/1 form, and the gold
+# check that is never trained on (toyworld/gold.py), so a gamed reward shows beside its own gain.
+TABLE_METRICS = {"mean_score": "heldout", "strict_accuracy": "strict", "gold_accuracy": "gold"}
+
+
+def final_metrics(seed_evals: list[list[dict]]) -> dict:
+    """Per metric: the mean final value over seeds with its 95% half-width, each seed's final, and each
+    seed's gain over its own first evaluation (the base, before any update)."""
+    row = {}
+    for key, name in TABLE_METRICS.items():
+        if not all(key in ev[-1] for ev in seed_evals):
+            continue
+        finals = [ev[-1][key] for ev in seed_evals]
+        mean, half = mean_interval(finals)
+        row[f"final_{name}"], row[f"final_{name}_ci"] = mean, (half if len(finals) > 1 else None)  # None: JSON-safe
+        row[f"final_{name}_by_seed"] = finals
+        row[f"{name}_gain_by_seed"] = [ev[-1][key] - ev[0][key] for ev in seed_evals]
+        row[f"base_{name}"] = seed_evals[0][0][key]
+    return row
+
+
+def gold_below_base(seed_evals: list[list[dict]]) -> list[dict]:
+    """Every evaluation, of any seed, whose gold accuracy fell under that seed's base: where RL may game the reward."""
+    return [{"seed": seed, "iteration": e["iteration"], "gold": e["gold_accuracy"]}
+            for seed, ev in enumerate(seed_evals) for e in ev[1:]
+            if "gold_accuracy" in e and e["gold_accuracy"] < ev[0]["gold_accuracy"]]
 
 
 def convergence_table(results: dict) -> list[dict]:
@@ -83,15 +110,18 @@ def convergence_table(results: dict) -> list[dict]:
     target = base["eval"][-1]["mean_score"] if base else None
     rows = []
     for family, r in results.items():
-        train = r["train"]
+        train, seed_evals = r["train"], r["seed_evals"]
         rollout = float(np.median([t["seconds_rollout"] + t.get("seconds_reward_total", 0.0) for t in train]))
-        iteration = float(np.median([t["seconds_iteration"] for t in train]))
+        spearman = [v for v in (t.get("proxy_full_spearman") for t in train) if v is not None and not np.isnan(v)]
         reach = time_to_reach(r["eval"], target) if target is not None else None
-        rows.append({"family": family, "iterations": r["eval"][-1]["iteration"], "final_heldout": r["eval"][-1]["mean_score"],
-                     "final_heldout_ci": r["eval"][-1].get("mean_score_ci"), "final_by_seed": r.get("final_by_seed"),
-                     "final_gold": r["eval"][-1].get("gold_accuracy"), "min_world_likeness": min(
-                         (e["world_likeness"] for e in r["eval"] if "world_likeness" in e), default=None),
-                     "rollout_seconds_per_iteration": rollout, "seconds_per_iteration": iteration,
+        rows.append({"family": family, "seeds": len(seed_evals), "iterations": r["eval"][-1]["iteration"],
+                     "iterations_by_seed": [ev[-1]["iteration"] for ev in seed_evals], **final_metrics(seed_evals),
+                     "gold_below_base": gold_below_base(seed_evals),
+                     "min_world_likeness": min((e["world_likeness"] for ev in seed_evals for e in ev if "world_likeness" in e),
+                                               default=None),
+                     "proxy_full_spearman": float(np.median(spearman)) if spearman else None,
+                     "rollout_seconds_per_iteration": rollout,
+                     "seconds_per_iteration": float(np.median([t["seconds_iteration"] for t in train])),
                      "seconds_to_diffusionnft_final": reach})
     ref = next((row for row in rows if row["family"] == "naive_scaling"), None)
     dnft = next((row for row in rows if row["family"] == "diffusionnft"), None)
@@ -106,39 +136,59 @@ def convergence_table(results: dict) -> list[dict]:
 
 def write_convergence_report(results: dict, out_dir: str, command: str) -> Path:
     out = Path(out_dir)
-    plot_family_curves({f: r["eval"] for f, r in results.items()}, out / "convergence.png", "held-out reward, four families")
+    plot_family_curves({f: r["eval"] for f, r in results.items()}, out / "convergence.png",
+                       "four families: means over seeds, 95% bands", metrics=tuple(TABLE_METRICS))
     rows = convergence_table(results)
-    (out / "convergence.json").write_text(json.dumps(rows, indent=2) + "\n")
+    histories = {f: r["eval"] for f, r in results.items()}
+    (out / "convergence.json").write_text(json.dumps({"rows": rows, "histories": histories}, indent=2) + "\n")
     fmt = lambda v, p=2: "-" if v is None else f"{v:.{p}f}"  # noqa: E731
+    seeds = rows[0]["seeds"]
+    gpu = f" with {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""
+    dnft = next((r for r in rows if r["family"] == "diffusionnft"), None)
     lines = [
         "# Convergence: the four families under one wall-clock budget", "",
-        f"Measured {datetime.date.today().isoformat()}, {platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}.",
+        f"Measured {datetime.date.today().isoformat()} on {cpu_label()}{gpu}, {platform.machine()}, "
+        f"{torch.get_num_threads()} threads, torch {torch.__version__}.",
         f"Command: `{command}`", "", "![convergence](convergence.png)", "",
-        "| family | iterations | final held-out | final gold | lowest world-likeness | rollout s/iter | s/iter | rollout speed-up vs naive_scaling | s to diffusionnft's final | convergence speed-up |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| family | iterations | s/iter | rollout s/iter | rollout speed-up vs naive_scaling | held-out score | strict accuracy | "
+        "gold accuracy | gold under the base | lowest world-likeness | proxy Spearman | s to diffusionnft's final |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| base (iteration 0) | | | | | {fmt(rows[0].get('base_heldout'), 3)} | {fmt(rows[0].get('base_strict'), 3)} | "
+        f"{fmt(rows[0].get('base_gold'), 3)} | | | | |",
     ]
-    base = next((r for r in rows if r["family"] == "diffusionnft"), None)
     for r in rows:
-        final = f"{r['final_heldout']:.3f}"
-        if r.get("final_heldout_ci") is not None:
-            final += f" ± {r['final_heldout_ci']:.3f} ({separation(r, base)})" if base and r is not base else f" ± {r['final_heldout_ci']:.3f}"
-        lines.append(f"| {r['family']} | {r['iterations']} | {final} | {fmt(r['final_gold'], 3)} | "
-                     f"{fmt(r['min_world_likeness'], 3)} | {r['rollout_seconds_per_iteration']:.1f} | "
-                     f"{r['seconds_per_iteration']:.1f} | {fmt(r['rollout_speedup_vs_naive_scaling'])} | "
-                     f"{fmt(r['seconds_to_diffusionnft_final'], 0)} | {fmt(r['convergence_speedup_vs_diffusionnft'])} |")
-    if any(r.get("final_heldout_ci") is not None for r in rows):
-        lines += ["", f"Means over {len(rows[0]['final_by_seed'])} seeds (`seed=0..`), ± the 95% Student-t interval's half-width; "
-                  "\"above\" / \"below\" diffusionnft only where the intervals do not overlap, else \"overlap\": no ranking."]
+        below = ", ".join(f"seed {b['seed']} it. {b['iteration']} ({b['gold']:.3f})" for b in r["gold_below_base"]) or "never"
+        lines.append(f"| {r['family']} | {', '.join(map(str, r['iterations_by_seed']))} | {r['seconds_per_iteration']:.1f} | "
+                     f"{r['rollout_seconds_per_iteration']:.1f} | {fmt(r['rollout_speedup_vs_naive_scaling'])} | "
+                     + " | ".join(metric_cell(r, name, dnft) for name in TABLE_METRICS.values())
+                     + f" | {below} | {fmt(r['min_world_likeness'], 3)} | {fmt(r['proxy_full_spearman'])} | "
+                     f"{fmt(r['seconds_to_diffusionnft_final'], 0)} |")
+    lines += ["", f"Each metric: its final value, the mean over {seeds} seeds (`seed=0..`) ± the 95% Student-t half-width, "
+              "then each seed's gain over the base; \"above\" / \"below\" diffusionnft only where the intervals do not "
+              "overlap, else \"overlap\": no ranking."] if seeds > 1 else []
     path = out / "convergence.md"
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
-def separation(row: dict, base: dict) -> str:
-    """Whether `row`'s final interval lies wholly above or below `base`'s, or overlaps it."""
-    lo, hi = row["final_heldout"] - row["final_heldout_ci"], row["final_heldout"] + row["final_heldout_ci"]
-    base_lo, base_hi = base["final_heldout"] - base["final_heldout_ci"], base["final_heldout"] + base["final_heldout_ci"]
-    return "above" if lo > base_hi else "below" if hi < base_lo else "overlap"
+def metric_cell(row: dict, name: str, base: dict | None) -> str:
+    """'0.948 ± 0.005 (gains +0.140, +0.135; overlap)' for one metric of one family's row."""
+    if f"final_{name}" not in row:
+        return "-"
+    cell = f"{row[f'final_{name}']:.3f}"
+    if row["seeds"] > 1:
+        cell += f" ± {row[f'final_{name}_ci']:.3f}"
+    notes = ["gains " + ", ".join(f"{g:+.3f}" for g in row[f"{name}_gain_by_seed"])]
+    if row["seeds"] > 1 and base is not None and row is not base and f"final_{name}" in base:
+        notes.append(separation(row, base, name))
+    return f"{cell} ({'; '.join(notes)})"
+
+
+def separation(row: dict, base: dict, name: str = "heldout") -> str:
+    """Whether `row`'s final interval of a metric lies wholly above or below `base`'s, or overlaps it."""
+    mean, half = row[f"final_{name}"], row[f"final_{name}_ci"]
+    base_mean, base_half = base[f"final_{name}"], base[f"final_{name}_ci"]
+    return "above" if mean - half > base_mean + base_half else "below" if mean + half < base_mean - base_half else "overlap"
 
 
 # ---- objectives x families (`bench convergence --algorithms ...`) --------------------------------

@@ -4,7 +4,8 @@ import json
 import pytest
 from scipy import stats
 
-from solrl.bench import aggregate_seeds, convergence_table, mean_interval, run_convergence, time_to_reach, write_convergence_report
+from solrl.bench import (aggregate_seeds, convergence_table, final_metrics, gold_below_base, mean_interval, metric_cell,
+                         run_convergence, separation, time_to_reach, write_convergence_report)
 
 
 def test_time_to_reach():
@@ -20,8 +21,9 @@ def test_quick_convergence_run_writes_table_and_plot(tiny_toy_dir, tmp_path):
     families = ["diffusionnft", "naive_scaling", "naive_quant", "sol_rl"]
     results = run_convergence(0.5, str(tmp_path), families, overrides)
     report = write_convergence_report(results, str(tmp_path), "test")
-    rows = json.loads((tmp_path / "convergence.json").read_text())
-    assert [r["family"] for r in rows] == families
+    written = json.loads((tmp_path / "convergence.json").read_text())
+    rows = written["rows"]
+    assert [r["family"] for r in rows] == families and set(written["histories"]) == set(families)
     assert all(r["iterations"] == 1 and r["rollout_seconds_per_iteration"] > 0 for r in rows)
     assert next(r for r in rows if r["family"] == "naive_scaling")["rollout_speedup_vs_naive_scaling"] == 1.0
     assert (tmp_path / "convergence.png").stat().st_size > 0 and "sol_rl" in report.read_text()
@@ -51,3 +53,30 @@ def test_several_seeds_give_means_with_intervals(tiny_toy_dir, tmp_path):
     report = write_convergence_report(results, str(tmp_path), "test").read_text()
     assert "±" in report and "3 seeds" in report
     assert aggregate_seeds([[{"iteration": 0, "mean_score": 0.2}], [{"iteration": 0, "mean_score": 0.4}]])[0]["mean_score"] == pytest.approx(0.3)
+
+
+def _evals(*rows):
+    return [{"iteration": i * 10, "mean_score": m, "strict_accuracy": s, "gold_accuracy": g} for i, (m, s, g) in enumerate(rows)]
+
+
+def test_final_metrics_gains_and_gold_under_the_base_by_hand():
+    seed0 = _evals((0.8, 0.5, 0.6), (0.9, 0.7, 0.55), (0.95, 0.9, 0.8))
+    seed1 = _evals((0.8, 0.5, 0.6), (0.85, 0.6, 0.7), (0.90, 0.7, 0.6))
+    row = final_metrics([seed0, seed1])
+    # two seeds: mean 0.8, sd 0.1414, se 0.1, t(0.975, 1) = 12.706: half-width 1.2706
+    assert row["final_strict"] == pytest.approx(0.8) and row["final_strict_ci"] == pytest.approx(1.27062, rel=1e-4)
+    assert row["strict_gain_by_seed"] == pytest.approx([0.4, 0.2]) and row["base_gold"] == 0.6
+    assert row["heldout_gain_by_seed"] == pytest.approx([0.15, 0.10])
+    # seed 0 dips under its base's 0.6 at iteration 10; seed 1 ends at exactly the base: not under it
+    assert gold_below_base([seed0, seed1]) == [{"seed": 0, "iteration": 10, "gold": 0.55}]
+
+
+def test_metric_cell_names_gains_and_separation():
+    base = {"seeds": 3, "final_strict": 0.90, "final_strict_ci": 0.01, "strict_gain_by_seed": [0.1, 0.1, 0.1]}
+    high = {"seeds": 3, "final_strict": 0.95, "final_strict_ci": 0.02, "strict_gain_by_seed": [0.14, 0.15, 0.16]}
+    near = dict(high, final_strict=0.92)
+    assert separation(high, base, "strict") == "above" and separation(near, base, "strict") == "overlap"
+    assert separation(base, high, "strict") == "below"
+    assert metric_cell(high, "strict", base) == "0.950 ± 0.020 (gains +0.140, +0.150, +0.160; above)"
+    assert metric_cell(base, "strict", base) == "0.900 ± 0.010 (gains +0.100, +0.100, +0.100)"
+    assert metric_cell(high, "gold", base) == "-"

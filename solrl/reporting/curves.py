@@ -42,21 +42,33 @@ def _finish(fig, axes, out: Path, title: str) -> Path:
     return out
 
 
-def plot_family_curves(histories: dict[str, list[dict]], out: Path, title: str = "") -> Path:
-    """Held-out reward of several runs against wall-clock and against iteration, in one PNG."""
+METRIC_LABELS = {"mean_score": "held-out mean reward", "strict_accuracy": "held-out strict accuracy",
+                 "gold_accuracy": "held-out gold accuracy"}
+
+
+def plot_family_curves(histories: dict[str, list[dict]], out: Path, title: str = "",
+                       metrics: tuple[str, ...] = ("mean_score",)) -> Path:
+    """Several runs' held-out metrics against wall-clock (left) and iteration (right), a row per metric.
+    Where a history carries `<metric>_ci` (means over seeds), the 95% interval is drawn as a band."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for name, history in histories.items():
-        score = [e["mean_score"] for e in history]
-        axes[0].plot([e["wall_seconds"] / 60 for e in history], score, "o-", ms=3, label=name)
-        axes[1].plot([e["iteration"] for e in history], score, "o-", ms=3, label=name)
-    axes[0].set_xlabel("wall-clock (minutes)")
-    axes[1].set_xlabel("iteration")
-    axes[0].set_ylabel("held-out mean reward")
-    for ax in axes:
-        ax.grid(alpha=0.3)
-    return _finish(fig, axes, out, title)
+    fig, axes = plt.subplots(len(metrics), 2, figsize=(11, 3.6 * len(metrics)), squeeze=False)
+    for row, metric in zip(axes, metrics):
+        for name, history in histories.items():
+            evals = [e for e in history if metric in e]
+            y = [e[metric] for e in evals]
+            ci = [e.get(f"{metric}_ci") for e in evals]
+            for ax, x in ((row[0], [e["wall_seconds"] / 60 for e in evals]), (row[1], [e["iteration"] for e in evals])):
+                line, = ax.plot(x, y, "o-", ms=3, label=name)
+                if y and all(c is not None and c == c for c in ci):  # nan: a single seed, no band
+                    ax.fill_between(x, [v - c for v, c in zip(y, ci)], [v + c for v, c in zip(y, ci)],
+                                    color=line.get_color(), alpha=0.15, lw=0)
+        row[0].set_ylabel(METRIC_LABELS.get(metric, metric))
+        for ax in row:
+            ax.grid(alpha=0.3)
+    axes[-1][0].set_xlabel("wall-clock (minutes)")
+    axes[-1][1].set_xlabel("iteration")
+    return _finish(fig, axes[0], out, title)
