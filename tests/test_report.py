@@ -64,3 +64,20 @@ def test_the_report_warns_when_the_reward_rises_while_the_gold_metric_falls():
     honest = [{"iteration": 0, "mean_score": 0.35, "gold_accuracy": 0.10, "world_likeness": 0.60},
               {"iteration": 10, "mean_score": 0.45, "gold_accuracy": 0.20, "world_likeness": 0.70}]
     assert "WARNING" not in _gold_row(honest)
+
+
+def test_the_reward_plot_draws_the_gold_check_beside_the_reward(tmp_path, monkeypatch):
+    from solrl.reporting import report
+
+    drawn = {}
+    monkeypatch.setattr(report, "_save", lambda plt, fig, path: drawn.setdefault(path.name, fig) and path)
+    train = [{"step": 1, "wall_seconds": 5.0, "reward_mean": 0.4}]
+    toy = [{"iteration": 0, "wall_seconds": 1.0, "mean_score": 0.35, "strict_accuracy": 0.1, "gold_accuracy": 0.1},
+           {"iteration": 10, "wall_seconds": 60.0, "mean_score": 0.45, "strict_accuracy": 0.2, "gold_accuracy": 0.02}]
+    report.plot_rewards(train, toy, tmp_path / "toy.png")
+    report.plot_rewards(train, [{k: e[k] for k in ("iteration", "wall_seconds", "mean_score")} for e in toy], tmp_path / "real.png")
+    for name, lines in (("toy.png", 4), ("real.png", 2)):
+        for ax in drawn[name].axes:
+            assert len(ax.get_lines()) == lines
+    gold = [line for line in drawn["toy.png"].axes[0].get_lines() if line.get_label() == "held-out gold accuracy"]
+    assert list(gold[0].get_ydata()) == [0.1, 0.02]

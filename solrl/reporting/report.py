@@ -52,11 +52,16 @@ def plot_rewards(train: list[dict], evals: list[dict], path: Path) -> Path:
         xs, ys = _series(train, "reward_mean", x)
         if xs.size:
             ax.plot(xs / scale, ys, color="tab:blue", alpha=0.5, lw=1, label="train (rollout mean)")
-        xs, ys = _series(evals, "mean_score", x if x == "wall_seconds" else "iteration")
-        if xs.size:
-            ax.plot(xs / scale, ys, "o-", color="tab:red", lw=2, label="held-out")
+        # Beside the held-out reward, its strict form and the gold check (never trained on), where the reward
+        # has them: a reward that rises while the gold line falls is being gamed.
+        for key, style, color, name in (("mean_score", "o-", "tab:red", "held-out"),
+                                        ("strict_accuracy", "s--", "tab:orange", "held-out strict accuracy"),
+                                        ("gold_accuracy", "D-", "black", "held-out gold accuracy")):
+            xs, ys = _series(evals, key, x if x == "wall_seconds" else "iteration")
+            if xs.size:
+                ax.plot(xs / scale, ys, style, color=color, lw=2 if key == "mean_score" else 1.2, ms=4, label=name)
         ax.set_xlabel(label)
-        ax.set_ylabel("reward")
+        ax.set_ylabel("reward / accuracy")
         ax.grid(alpha=0.3)
     by_step.legend(loc="best", fontsize=8)
     by_step.set_title("reward vs iteration")
@@ -203,7 +208,8 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Path
     out.mkdir(parents=True, exist_ok=True)
 
     figures = [("Reward", plot_rewards(train, evals, out / "rewards.png"),
-                "Rollout reward (the batch trained on) and held-out reward (fixed prompts and seeds), by iteration and by wall-clock.")]
+                "Rollout reward (the batch trained on) and held-out reward (fixed prompts and seeds), by iteration and by "
+                "wall-clock; with the toy verifier also held-out strict accuracy and the gold check, which is never trained on.")]
     if train:
         figures.append(("Losses", plot_losses(train, out / "losses.png"), "Training losses and gradient statistics per iteration."))
         figures.append(("Timings", plot_timings(train, out / "timings.png"), "Where each iteration's seconds went."))
