@@ -1,0 +1,45 @@
+"""The adversarial set against each toy reward: mean score and strict-correct share per degenerate kind.
+
+    .venv/bin/python bench/adversarial_rewards.py [--seed 5]
+
+The kinds (giant object, filled canvas, staircase, noise, stripes, blank, quarter-size objects) are the
+ones tests/test_gold.py draws, one image per held-out prompt. Issue 17's bar for a training reward: every
+kind's mean score under half the ground truth's, and no degenerate image strict-correct.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from test_gold import KINDS, PROMPTS  # noqa: E402
+
+from solrl.toyworld.gold import gold_check, gold_score  # noqa: E402
+from solrl.toyworld.grammar import parse_prompt  # noqa: E402
+from solrl.toyworld.render import render_scene  # noqa: E402
+from solrl.toyworld.verifier import verify  # noqa: E402
+
+
+def judge(image, scene) -> tuple[float, bool, float, bool]:
+    """(geneval score, geneval strict, geneval_gold score, gold check passes) of one image."""
+    verdict = verify(image, scene)
+    return verdict.score, verdict.strict, gold_score(image, scene)[0], gold_check(image, scene).correct
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=5)
+    args = parser.parse_args()
+    rng = np.random.default_rng(args.seed)
+    print("| image | `geneval` score | `geneval` strict share | `geneval_gold` score | gold check passes |")
+    print("|---|---|---|---|---|")
+    for name, draw in [("ground-truth render", render_scene), *((k.__name__, k) for k in KINDS)]:
+        rows = np.array([judge(draw(parse_prompt(p), rng), parse_prompt(p)) for p in PROMPTS], dtype=float)
+        print(f"| {name} | {rows[:, 0].mean():.3f} | {rows[:, 1].mean():.3f} | {rows[:, 2].mean():.3f} | {rows[:, 3].mean():.3f} |")
+
+
+if __name__ == "__main__":
+    main()
