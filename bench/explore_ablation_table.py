@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from solrl.bench import rollout_seconds
 from solrl.reporting.metrics_log import read_jsonl
 
 
@@ -29,8 +30,7 @@ def row(run_dir: Path) -> str:
     explore, regenerate = median("seconds_explore"), median("seconds_regenerate")
     c = (explore / n) / (regenerate / k)
     first, last = evals[0], evals[-1]
-    rollout = float(np.median([t["seconds_rollout"] + t.get("seconds_reward_total", 0.0) for t in train]))  # as the bench's
-    return (f"| N {n}, {steps} explore steps | {last['iteration']} | {rollout:.1f} | {explore:.2f} | "
+    return (f"| N {n}, {steps} explore steps | {last['iteration']} | {rollout_seconds(train):.1f} | {explore:.2f} | "
             f"{regenerate:.2f} | {c:.2f} | {median('proxy_full_spearman'):.2f} | "
             f"{first['mean_score']:.3f} -> {last['mean_score']:.3f} | {first['strict_accuracy']:.3f} -> {last['strict_accuracy']:.3f} | "
             f"{first['gold_accuracy']:.3f} -> {last['gold_accuracy']:.3f} ({min(e['gold_accuracy'] for e in evals):.3f}) | "

@@ -105,13 +105,18 @@ def gold_below_base(seed_evals: list[list[dict]]) -> list[dict]:
             if "gold_accuracy" in e and e["gold_accuracy"] < ev[0]["gold_accuracy"]]
 
 
+def rollout_seconds(train: list[dict]) -> float:
+    """Median seconds per iteration of a run's rollout: generation and every reward call."""
+    return float(np.median([t["seconds_rollout"] + t.get("seconds_reward_total", 0.0) for t in train]))
+
+
 def convergence_table(results: dict) -> list[dict]:
     base = results.get("diffusionnft")
     target = base["eval"][-1]["mean_score"] if base else None
     rows = []
     for family, r in results.items():
         train, seed_evals = r["train"], r["seed_evals"]
-        rollout = float(np.median([t["seconds_rollout"] + t.get("seconds_reward_total", 0.0) for t in train]))
+        rollout = rollout_seconds(train)
         spearman = [v for v in (t.get("proxy_full_spearman") for t in train) if v is not None and not np.isnan(v)]
         reach = time_to_reach(r["eval"], target) if target is not None else None
         rows.append({"family": family, "seeds": len(seed_evals), "iterations": r["eval"][-1]["iteration"],
