@@ -3,7 +3,8 @@
     .venv/bin/python bench/adversarial_rewards.py [--seed 5]
 
 The kinds (giant object, filled canvas, staircase, noise, stripes, blank, quarter-size objects) are the
-ones tests/test_gold.py draws, one image per held-out prompt. Issue 17's bar for a training reward: every
+ones tests/test_gold.py draws, one image per held-out prompt; the last column is the scene reader
+(solrl/toyworld/reader.py), which never saw them. Issue 17's bar for a training reward: every
 kind's mean score under half the ground truth's, and no degenerate image strict-correct.
 """
 from __future__ import annotations
@@ -17,8 +18,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from test_gold import KINDS, PROMPTS  # noqa: E402
 
+from solrl.images import to_float_nchw  # noqa: E402
 from solrl.toyworld.gold import gold_check, gold_score  # noqa: E402
 from solrl.toyworld.grammar import parse_prompt  # noqa: E402
+from solrl.toyworld.reader import reader_correct  # noqa: E402
 from solrl.toyworld.render import render_scene  # noqa: E402
 from solrl.toyworld.verifier import verify  # noqa: E402
 
@@ -34,11 +37,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=5)
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
-    print("| image | `geneval` score | `geneval` strict share | `geneval_gold` score | gold check passes |")
-    print("|---|---|---|---|---|")
+    print("| image | `geneval` score | `geneval` strict share | `geneval_gold` score | gold check passes | scene reader reads the prompt |")
+    print("|---|---|---|---|---|---|")
     for name, draw in [("ground-truth render", render_scene), *((k.__name__, k) for k in KINDS)]:
-        rows = np.array([judge(draw(parse_prompt(p), rng), parse_prompt(p)) for p in PROMPTS], dtype=float)
-        print(f"| {name} | {rows[:, 0].mean():.3f} | {rows[:, 1].mean():.3f} | {rows[:, 2].mean():.3f} | {rows[:, 3].mean():.3f} |")
+        images = [draw(parse_prompt(p), rng) for p in PROMPTS]
+        rows = np.array([judge(image, parse_prompt(p)) for image, p in zip(images, PROMPTS)], dtype=float)
+        read = reader_correct(to_float_nchw(np.stack(images)), PROMPTS).mean()
+        print(f"| {name} | {rows[:, 0].mean():.3f} | {rows[:, 1].mean():.3f} | {rows[:, 2].mean():.3f} | {rows[:, 3].mean():.3f} | {read:.3f} |")
 
 
 if __name__ == "__main__":

@@ -47,7 +47,14 @@ def _prompts_policy_reward(args):
     prompts = load_prompts(args.prompts)
     if args.max_prompts:
         prompts = prompts[: args.max_prompts]
-    return prompts, load_policy(args.model, args.model_path, args.shift), build_reward(args.reward)
+    if getattr(args, "run", None):  # a training run's trained LoRA on the base it was trained from
+        from .models import load_trained_policy
+        from .training.checkpoint import load_checkpoint
+
+        policy = load_trained_policy(load_checkpoint(args.run))[0]
+    else:
+        policy = load_policy(args.model, args.model_path, args.shift)
+    return prompts, policy, build_reward(args.reward)
 
 
 def cmd_eval(args) -> int:
@@ -57,7 +64,7 @@ def cmd_eval(args) -> int:
     summary = evaluate(policy, reward, prompts, args.seeds_per_prompt, args.steps, args.solver, args.guidance,
                        args.batch_size, out_dir=args.out, tag=args.tag)
     summary.update({"model": args.model, "model_path": args.model_path or "shipped toy base", "reward": args.reward,
-                    "prompts": args.prompts})
+                    "prompts": args.prompts, **({"run": str(args.run)} if args.run else {})})
     print(json.dumps(summary, indent=2))
     if args.out:
         (Path(args.out) / f"{args.tag}.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -82,6 +89,15 @@ def cmd_pretrain_toy_autoencoder(args) -> int:
 
     out = pretrain_autoencoder(AutoencoderConfig(out=args.out, steps=args.steps, seed=args.seed))
     print(f"wrote the toy autoencoder to {out}; pretrain on its latents with `solrl pretrain-toy --autoencoder {out}`")
+    return 0
+
+
+def cmd_pretrain_toy_reader(args) -> int:
+    from .toyworld.pretrain_reader import ReaderConfig, pretrain_reader
+
+    out = pretrain_reader(ReaderConfig(out=args.out, steps=args.steps, seed=args.seed), args.autoencoder)
+    print(f"wrote the scene reader to {out}; the toy rewards read {out.parent.name}/{out.name} only from "
+          "solrl/assets/toy_reader, so copy it there to ship it")
     return 0
 
 
@@ -224,6 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-prompts", type=int, default=0, help="use only the first N prompts (0 = all)")
     p.add_argument("--out", default="runs/eval", help="directory for <tag>.json and <tag>_grid.png")
     p.add_argument("--tag", default="eval", help="file-name stem of the outputs")
+    p.add_argument("--run", default=None, help="a training run's directory or checkpoint file: evaluate its trained LoRA "
+                   "(the newest checkpoint), on the base model it was trained from; --model and --model-path are ignored")
     _common_model_args(p)
     _sampling_args(p)
     p.set_defaults(fn=cmd_eval)
@@ -319,6 +337,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, default=3000)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(fn=cmd_pretrain_toy_autoencoder)
+
+    p = sub.add_parser("pretrain-toy-reader", help="train the scene reader (solrl/toyworld/reader.py), the toy world's "
+                       "second gold check, on renders and off-world images")
+    p.add_argument("--out", default="runs/toy_reader")
+    p.add_argument("--steps", type=int, default=3000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--autoencoder", default="solrl/assets/toy_base/autoencoder",
+                   help="whose reconstructions the reader also learns from (the shipped base's)")
+    p.set_defaults(fn=cmd_pretrain_toy_reader)
     return parser
 
 

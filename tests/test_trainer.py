@@ -271,3 +271,21 @@ def test_eval_ema_follows_the_references_warmup_and_is_what_evaluation_sees(tiny
     resumed = Trainer(_cfg(tiny_toy_dir, tmp_path / "run", "eval.ema=true", "train.iterations=2"), resume=str(tmp_path / "run"), quiet=True)
     for key, value in trainer.eval_ema.values.items():
         assert torch.equal(resumed.eval_ema.values[key], value)
+
+
+def test_eval_of_a_run_scores_its_trained_lora_as_the_trainer_did(tiny_toy_dir, tmp_path):
+    """`solrl eval --run` rebuilds the trained policy from the newest checkpoint: on the trainer's held-out
+    prompts and seeds it gives the trainer's final evaluation again (same process and kernels; 1e-6 covers a
+    different batch split), and not the base model's."""
+    from solrl.cli import main
+
+    run = tmp_path / "run"
+    Trainer(_cfg(tiny_toy_dir, run), quiet=True).train()
+    final = [json.loads(line) for line in (run / "eval.jsonl").read_text().splitlines()][-1]
+    common = ["--reward", "test_brightness", "--max-prompts", "2", "--seeds-per-prompt", "1", "--steps", "2"]
+    assert main(["eval", "--run", str(run), *common, "--out", str(tmp_path / "again")]) == 0
+    assert main(["eval", "--model-path", str(tiny_toy_dir), *common, "--out", str(tmp_path / "base")]) == 0
+    again = json.loads((tmp_path / "again" / "eval.json").read_text())
+    base = json.loads((tmp_path / "base" / "eval.json").read_text())
+    assert again["mean_score"] == pytest.approx(final["mean_score"], abs=1e-6)
+    assert abs(base["mean_score"] - final["mean_score"]) > 1e-4

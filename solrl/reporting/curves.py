@@ -22,6 +22,9 @@ def plot_training_curve(eval_history: list[dict], out: Path, title: str = "") ->
         gold = [e.get("gold_accuracy") for e in eval_history]
         if all(g is not None for g in gold):  # the gold check: never trained on (toyworld/gold.py)
             ax.plot(x, gold, "D-", color="black", label="held-out gold accuracy")
+        reader = [e.get("reader_accuracy") for e in eval_history]
+        if all(r is not None for r in reader):  # the scene reader: a fixed CNN, never trained on (toyworld/reader.py)
+            ax.plot(x, reader, "^:", color="tab:purple", label="held-out reader accuracy")
         ax.set_xlabel(label)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("score")
@@ -43,7 +46,7 @@ def _finish(fig, axes, out: Path, title: str) -> Path:
 
 
 METRIC_LABELS = {"mean_score": "held-out mean reward", "strict_accuracy": "held-out strict accuracy",
-                 "gold_accuracy": "held-out gold accuracy"}
+                 "gold_accuracy": "held-out gold accuracy", "reader_accuracy": "held-out reader accuracy"}
 
 
 def plot_family_curves(histories: dict[str, list[dict]], out: Path, title: str = "",
@@ -55,6 +58,7 @@ def plot_family_curves(histories: dict[str, list[dict]], out: Path, title: str =
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    metrics = [m for m in metrics if any(m in e for h in histories.values() for e in h)] or ["mean_score"]
     fig, axes = plt.subplots(len(metrics), 2, figsize=(11, 3.6 * len(metrics)), squeeze=False)
     for row, metric in zip(axes, metrics):
         for name, history in histories.items():

@@ -56,7 +56,8 @@ def plot_rewards(train: list[dict], evals: list[dict], path: Path) -> Path:
         # has them: a reward that rises while the gold line falls is being gamed.
         for key, style, color, name in (("mean_score", "o-", "tab:red", "held-out"),
                                         ("strict_accuracy", "s--", "tab:orange", "held-out strict accuracy"),
-                                        ("gold_accuracy", "D-", "black", "held-out gold accuracy")):
+                                        ("gold_accuracy", "D-", "black", "held-out gold accuracy"),
+                                        ("reader_accuracy", "^:", "tab:purple", "held-out reader accuracy")):
             xs, ys = _series(evals, key, x if x == "wall_seconds" else "iteration")
             if xs.size:
                 ax.plot(xs / scale, ys, style, color=color, lw=2 if key == "mean_score" else 1.2, ms=4, label=name)
@@ -175,6 +176,9 @@ def _summary_rows(run_dir: Path, train: list[dict], evals: list[dict], config: d
             rows.append(("held-out strict accuracy", f"{evals[0].get('strict_accuracy', 0):.3f} -> {evals[-1]['strict_accuracy']:.3f}"))
         if "gold_accuracy" in evals[-1]:
             rows.append(("held-out gold accuracy (never trained on)", _gold_row(evals)))
+        if "reader_accuracy" in evals[-1]:
+            rows.append(("held-out scene-reader accuracy (a fixed CNN, never trained on)",
+                         f"{evals[0].get('reader_accuracy', 0):.3f} -> {evals[-1]['reader_accuracy']:.3f}"))
     return rows
 
 
@@ -209,7 +213,8 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Path
 
     figures = [("Reward", plot_rewards(train, evals, out / "rewards.png"),
                 "Rollout reward (the batch trained on) and held-out reward (fixed prompts and seeds), by iteration and by "
-                "wall-clock; with the toy verifier also held-out strict accuracy and the gold check, which is never trained on.")]
+                "wall-clock; with the toy verifier also held-out strict accuracy, the gold check and the scene reader, which are "
+                "never trained on.")]
     if train:
         figures.append(("Losses", plot_losses(train, out / "losses.png"), "Training losses and gradient statistics per iteration."))
         figures.append(("Timings", plot_timings(train, out / "timings.png"), "Where each iteration's seconds went."))

@@ -2,7 +2,8 @@
 
 The score (training reward) and `strict` come from verifier.py; `gold` (the hardened check a person
 would agree with) and `world_like` (object sizes and background look like the world's) come from
-gold.py and are reported, never trained on, so that a rising reward over degrading samples shows."""
+gold.py and are reported, never trained on, so that a rising reward over degrading samples shows;
+`reader` is the scene reader's verdict (toyworld/reader.py), a fixed CNN that shares no code with the rules."""
 from __future__ import annotations
 
 import torch
@@ -10,6 +11,7 @@ import torch
 from ..images import to_uint8_nhwc
 from ..toyworld.gold import judge
 from ..toyworld.grammar import parse_prompt
+from ..toyworld.reader import reader_correct
 from .base import REWARDS, Reward, RewardResult
 
 
@@ -20,9 +22,10 @@ def verdicts_of(images, prompts):
     return scenes, [j.reward for j in judgements], judgements
 
 
-def _gold_parts(judgements) -> dict[str, torch.Tensor]:
+def _gold_parts(judgements, images, prompts) -> dict[str, torch.Tensor]:
     return {"gold": torch.tensor([float(j.verdict.correct) for j in judgements]),
-            "world_like": torch.tensor([float(j.world_like) for j in judgements])}
+            "world_like": torch.tensor([float(j.world_like) for j in judgements]),
+            "reader": torch.from_numpy(reader_correct(images, prompts)).float()}
 
 
 @REWARDS.register("geneval")
@@ -34,7 +37,7 @@ class GenevalReward(Reward):
     def score(self, images, prompts):
         _, verdicts, judgements = verdicts_of(images, prompts)
         return RewardResult(torch.tensor([v.score for v in verdicts]),
-                            {"strict": torch.tensor([float(v.strict) for v in verdicts]), **_gold_parts(judgements)})
+                            {"strict": torch.tensor([float(v.strict) for v in verdicts]), **_gold_parts(judgements, images, prompts)})
 
 
 @REWARDS.register("geneval_gold")
@@ -46,5 +49,5 @@ class GenevalGoldReward(Reward):
 
     def score(self, images, prompts):
         _, _, judgements = verdicts_of(images, prompts)
-        parts = _gold_parts(judgements)
+        parts = _gold_parts(judgements, images, prompts)
         return RewardResult(torch.tensor([j.score for j in judgements]), {"strict": parts["gold"], **parts})
