@@ -341,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("pretrain-toy-reader", help="train the scene reader (solrl/toyworld/reader.py), the toy world's "
                        "second gold check, on renders and off-world images")
     p.add_argument("--out", default="runs/toy_reader")
-    p.add_argument("--steps", type=int, default=3000)
+    p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--autoencoder", default="solrl/assets/toy_base/autoencoder",
                    help="whose reconstructions the reader also learns from (the shipped base's)")
