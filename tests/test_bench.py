@@ -80,3 +80,17 @@ def test_metric_cell_names_gains_and_separation():
     assert metric_cell(high, "strict", base) == "0.950 ± 0.020 (gains +0.140, +0.150, +0.160; above)"
     assert metric_cell(base, "strict", base) == "0.900 ± 0.010 (gains +0.100, +0.100, +0.100)"
     assert metric_cell(high, "gold", base) == "-"
+
+
+def test_the_scene_readers_accuracy_gets_its_own_column_with_gains(tmp_path):
+    """Hand-made histories: the reader's final 0.9 and 0.8 (base 0.7) give a column of its own, mean 0.85."""
+    seed_evals = [[{"iteration": 0, "wall_seconds": 0, "mean_score": 0.5, "reader_accuracy": 0.7},
+                   {"iteration": 10, "wall_seconds": 60, "mean_score": 0.6, "reader_accuracy": r}] for r in (0.9, 0.8)]
+    train = [{"seconds_rollout": 1.0, "seconds_iteration": 2.0}]
+    results = {"diffusionnft": {"eval": aggregate_seeds(seed_evals), "train": train, "seed_evals": seed_evals}}
+    assert final_metrics(seed_evals)["final_reader"] == pytest.approx(0.85)
+    assert final_metrics(seed_evals)["reader_gain_by_seed"] == pytest.approx([0.2, 0.1])
+    report = write_convergence_report(results, str(tmp_path), "test").read_text()
+    header = next(line for line in report.splitlines() if line.startswith("| family"))
+    assert "| reader accuracy |" in header
+    assert "0.850 ± " in report and "gains +0.200, +0.100" in report
