@@ -96,8 +96,8 @@ def cmd_pretrain_toy_reader(args) -> int:
     from .toyworld.pretrain_reader import ReaderConfig, pretrain_reader
 
     out = pretrain_reader(ReaderConfig(out=args.out, steps=args.steps, seed=args.seed), args.autoencoder)
-    print(f"wrote the scene reader to {out}; the toy rewards read {out.parent.name}/{out.name} only from "
-          "solrl/assets/toy_reader, so copy it there to ship it")
+    print(f"wrote the scene reader to {out}; the toy rewards use the one in solrl/assets/toy_reader, so copy "
+          f"{out}/* there to ship it")
     return 0
 
 

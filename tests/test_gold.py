@@ -11,32 +11,26 @@ import pytest
 from solrl.data import load_prompts
 from solrl.toyworld.gold import gold_check, world_likeness
 from solrl.toyworld.grammar import BACKGROUND, COLORS, parse_prompt
-from solrl.toyworld.render import IMAGE_SIZE, render_scene, shape_mask
+from solrl.toyworld.render import IMAGE_SIZE, blank_canvas, render_scene, shape_mask
 from solrl.toyworld.verifier import verify
 
 PROMPTS = load_prompts("heldout")
 
 
-def _canvas():
-    image = np.empty((IMAGE_SIZE, IMAGE_SIZE, 3), np.uint8)
-    image[:] = BACKGROUND
-    return image
-
-
 def giant(scene, rng):
-    image = _canvas()
+    image = blank_canvas()
     image[shape_mask(scene.first.shape, IMAGE_SIZE, IMAGE_SIZE, 2, 2, 28, 28)] = COLORS[scene.first.color]
     return image
 
 
 def filled(scene, rng):
-    image = _canvas()
+    image = blank_canvas()
     image[:] = COLORS[scene.first.color]
     return image
 
 
 def staircase(scene, rng):
-    image = _canvas()
+    image = blank_canvas()
     for row in range(4, IMAGE_SIZE):
         image[row, : 8 + (row // 6) * 5] = COLORS[scene.first.color]
     return image
@@ -48,19 +42,19 @@ def noise(scene, rng):
 
 
 def stripes(scene, rng):
-    image = _canvas()
+    image = blank_canvas()
     for row in range(0, IMAGE_SIZE, 8):
         image[row:row + 4] = COLORS[scene.first.color]
     return image
 
 
 def blank(scene, rng):
-    return _canvas()
+    return blank_canvas()
 
 
 def tiny_objects(scene, rng):
     """The asked objects, placed as the world places them, at a quarter of their size."""
-    image = _canvas()
+    image = blank_canvas()
     objects = [scene.first] * scene.count if scene.second is None else [scene.first, scene.second]
     horizontal = scene.relation in ("left of", "right of")
     first_before = scene.relation in ("left of", "above")

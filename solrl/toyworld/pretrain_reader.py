@@ -23,9 +23,10 @@ import numpy as np
 import torch
 
 from ..images import to_float_nchw
-from .grammar import BACKGROUND, COLORS, RELATIONS, SHAPES, Scene, all_scenes
+from .gold import MIN_RELATION_OFFSET
+from .grammar import COLORS, RELATIONS, SHAPES, Scene, all_scenes
 from .reader import OFF_WORLD, SceneReader, class_names, class_of
-from .render import IMAGE_SIZE, render_scene, shape_mask
+from .render import IMAGE_SIZE, blank_canvas, render_scene, shape_mask
 
 _PALETTE = np.array(list(COLORS.values()), np.uint8)
 
@@ -42,15 +43,9 @@ class ReaderConfig:
     seed: int = 0
 
 
-def _canvas() -> np.ndarray:
-    image = np.empty((IMAGE_SIZE, IMAGE_SIZE, 3), np.uint8)
-    image[:] = BACKGROUND
-    return image
-
-
 def off_world(rng: np.random.Generator) -> np.ndarray:
     """One image that breaks a rule of the world (sizes, shapes, background or the objects themselves)."""
-    image, kind = _canvas(), int(rng.integers(5))
+    image, kind = blank_canvas(), int(rng.integers(5))
     colour = lambda: _PALETTE[rng.integers(len(_PALETTE))]  # noqa: E731
     if kind == 0:  # objects too small or too large for the world
         for _ in range(int(rng.integers(1, 4))):
@@ -87,12 +82,10 @@ def off_world(rng: np.random.Generator) -> np.ndarray:
     return image
 
 
-MIN_RELATION_OFFSET = 2.0  # px between centres along an axis for a relation to hold (gold.py's rule)
-
-
 def true_classes(scene: Scene, image: np.ndarray) -> list[int]:
     """Every description that holds for a render of `scene`: its own, and for two objects each relation
-    whose centre offset in the render is at least MIN_RELATION_OFFSET (renders have exact colours)."""
+    whose centre offset in the render is at least the gold check's MIN_RELATION_OFFSET (renders have
+    exact colours). Only the targets share that number with the rules; the reader itself shares nothing."""
     if scene.second is None:
         return [class_of(scene)]
     centre = lambda spec: np.argwhere((image == COLORS[spec.color]).all(-1)).mean(0)  # noqa: E731

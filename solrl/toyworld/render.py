@@ -65,10 +65,16 @@ def _place_relation(scene: Scene, rng: np.random.Generator) -> list[tuple[int, i
     raise RuntimeError("could not place the two objects")
 
 
-def render_scene(scene: Scene, rng: np.random.Generator) -> np.ndarray:
-    """uint8 image [H, W, 3] of the scene with random sizes and positions drawn from `rng`."""
+def blank_canvas() -> np.ndarray:
+    """uint8 [H, W, 3] image of the world's background."""
     image = np.empty((IMAGE_SIZE, IMAGE_SIZE, 3), dtype=np.uint8)
     image[:] = BACKGROUND
+    return image
+
+
+def render_scene(scene: Scene, rng: np.random.Generator) -> np.ndarray:
+    """uint8 image [H, W, 3] of the scene with random sizes and positions drawn from `rng`."""
+    image = blank_canvas()
     if scene.second is None:
         boxes, objects = _place_count(scene, rng), [scene.first] * scene.count
     else:
