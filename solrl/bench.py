@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from .config import load_config
-from .precision.linear import cpu_label
+from .precision.recipes import cpu_label
 from .reporting.curves import plot_family_curves
 from .reporting.metrics_log import read_jsonl
 

@@ -26,7 +26,8 @@ class ConfigError(ValueError):
 # The vocabulary of every setting with a fixed set of values; the modules that act on them take
 # their lists from here (typing.get_args), so a value is written once.
 Solver = Literal["euler", "dpm2"]
-CompileScope = Literal["eager", "blocks", "model"]  # "eager": not compiled ("off" would read as false in YAML)
+# "eager": not compiled ("off" would read as false in YAML); "auto": blocks on a CUDA device, eager on a CPU
+CompileScope = Literal["auto", "eager", "blocks", "model"]
 Dtype = Literal["float32", "bfloat16", "float16", "fp32", "bf16", "fp16"]  # devices.DTYPES
 FaultPolicy = Literal["skip", "stop"]
 AdvMode = Literal["continuous", "positive_only", "negative_only", "one_only", "binary"]
@@ -60,7 +61,7 @@ class ModelConfig:
     offload: bool = False            # text encoders and VAE stay on the CPU, visiting `device` only while used
     vae_tiling: bool = False         # decode in tiles (large images on small GPUs)
     options: dict[str, typing.Any] = field(default_factory=dict)  # family extras: max_sequence_length, embedded_guidance
-    compile: CompileScope | bool = "eager"  # torch.compile the policy (rollouts, regeneration, training): solrl/models/compile.py
+    compile: CompileScope | bool = "auto"  # torch.compile the policy (rollouts, regeneration, training): solrl/models/compile.py
 
     def __post_init__(self):
         self.compile = compile_scope(self.compile)
@@ -179,11 +180,12 @@ class TrainConfig:
 class RolloutConfig:
     family: RolloutFamily = "diffusionnft"  # diffusionnft (K in K) | naive_scaling | naive_quant | sol_rl
     explore_seeds: int = 48          # N seeds explored per prompt (paper: 96); K = train.group_size
-    explore_precision: str = "auto"  # explore recipe: auto (bf16 where native, else fp32) | fp32 | bf16 | int8 | fp8 | mxfp8 | mxfp4 | nvfp4 ...
+    explore_precision: str = "auto"  # explore recipe: auto (the device's fastest real kernel: precision/recipes.py) | fp32 | bf16 | int8 | fp8 | mxfp8 | mxfp4 | nvfp4 ...
+    allow_emulation: bool = False    # let a GPU run a recipe it has no kernel for, as a slow exact emulation (numerics studies)
     explore_steps: int = 6           # explore step budget (paper: 6; full budget = sampling.steps)
     selection: SelectionMode = "best_worst"
     explore_layers: ExploreLayers = "reference"  # reference (keep in bf16 what the Sol-RL reference keeps, per family) | all
-    compile: CompileScope | bool = "eager"  # torch.compile the explore engine (quantization fused with its neighbours)
+    compile: CompileScope | bool = "auto"  # torch.compile the explore engine (quantization fused with its neighbours)
 
     def __post_init__(self):
         self.compile = compile_scope(self.compile)

@@ -33,8 +33,8 @@ def _range_errors(cfg: Config) -> list[str]:
         (0 <= e.ema_decay < 1, f"eval.ema_decay must be in [0, 1); got {e.ema_decay}"),
         (cfg.lora.rank >= 1, f"lora.rank must be >= 1; got {cfg.lora.rank}"),
         (cfg.reward.timeout_seconds >= 0, f"reward.timeout_seconds must be >= 0 (0 = no limit); got {cfg.reward.timeout_seconds}"),
-        (cfg.model.compile == "eager" or t.parallel != "fsdp2",
-         "model.compile with train.parallel=fsdp2 is not supported yet; set model.compile=eager (rollout.compile works)"),
+        (cfg.model.compile in ("eager", "auto") or t.parallel != "fsdp2",
+         "model.compile with train.parallel=fsdp2 is not supported yet; set model.compile=auto or eager (rollout.compile works)"),
     ]
     return [message for ok, message in checks if not ok]
 

@@ -11,7 +11,7 @@ import solrl.models.compile
 from solrl.config import load_config
 from solrl.models.lora import OLD, adapter_params
 from solrl.precision.engine import ExploreEngine
-from solrl.precision.linear import get_recipe
+from solrl.precision.recipes import get_recipe
 from solrl.training.checkpoint import checkpoint_path, load_checkpoint
 from solrl.training.trainer import Trainer
 

@@ -8,7 +8,8 @@ from conftest import make_adapted_policy
 from solrl.models.lora import OLD, adapter, ema_update
 from solrl.precision.engine import ExploreEngine
 from solrl.precision.formats import quantize_dequantize
-from solrl.precision.linear import QuantLinear, get_recipe, select_kernel
+from solrl.precision.linear import QuantLinear
+from solrl.precision.recipes import get_recipe, select_kernel
 
 
 @pytest.fixture()
@@ -52,7 +53,7 @@ def test_int8_kernel_matches_int8_emulation():
 def test_fp8_kernel_matches_fp8_emulation():
     """The rowwise FP8 path the GPU takes (torch._scaled_mm, bias in the GEMM's epilogue), run through
     the CPU's _scaled_mm, against the format's exact emulation: the same codes, fp32 accumulation."""
-    from solrl.precision.linear import Kernel
+    from solrl.precision.recipes import Kernel
 
     g = torch.Generator().manual_seed(2)
     w, x, b = torch.randn(64, 128, generator=g), torch.randn(32, 128, generator=g), torch.randn(64, generator=g)
@@ -91,7 +92,7 @@ def test_engine_follows_the_old_adapter_and_resyncs_in_place(policy):
 
 def test_engine_reports_what_it_quantized_and_how(policy):
     engine = ExploreEngine(policy, _tiny("nvfp4"), layers="all")
-    assert "emulated" in engine.label
+    assert "EMULATED" in engine.label
     assert any("proj_out" in n for n in engine.report.skipped)
     assert any("to_q" in n for n in engine.report.quantized)
     assert "EMULATED" in engine.report.summary()

@@ -31,7 +31,9 @@ def test_paper_presets_state_the_sol_rl_setting(path):
 
     cfg = load_config(path)
     r, t = cfg.rollout, cfg.train
-    assert (r.family, r.explore_seeds, t.group_size, r.explore_steps, r.explore_precision) == ("sol_rl", 96, 24, 6, "nvfp4")
+    # the explore precision follows the device (nvfp4 on Blackwell, the reference's choice; fp8 on Hopper)
+    assert (r.family, r.explore_seeds, t.group_size, r.explore_steps, r.explore_precision) == ("sol_rl", 96, 24, 6, "auto")
+    assert (cfg.model.compile, r.compile) == ("auto", "auto")
     assert (cfg.sampling.steps, cfg.sampling.guidance, t.prompts_per_iter) == (10, 1.0, 48)
     assert cfg.reward.name == path.stem.split("_", 1)[1]
     assert cfg.lora.target_modules is None  # the family's own list: written once, in its class
@@ -65,3 +67,24 @@ def test_preset_reward_options_build_the_reward(monkeypatch):
     cfg = load_config(Path(CONFIGS[0]).parent / "qwen_image_ocr.yaml")
     reward = build_reward(cfg.reward.name, **reward_kwargs(cfg.reward))  # no request is sent until scoring
     assert reward.model == "Qwen/Qwen3-VL-8B-Instruct" and reward.base_url == "http://127.0.0.1:9/v1"
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+def test_presets_choose_by_device_unless_they_say_why_not(path):
+    """Every preset explores at `auto` (the device's fastest real kernel) and compiles at `auto` (blocks on a
+    GPU); a preset that pins either must say why on that line."""
+    cfg = load_config(path)
+    lines = path.read_text().splitlines()
+
+    def stated_why(section: str, key: str) -> bool:
+        inside = False
+        for line in lines:
+            if not line.startswith(" "):
+                inside = line.startswith(f"{section}:")
+            elif inside and line.strip().startswith(f"{key}:"):
+                return "#" in line
+        return False
+
+    for section, key, value in (("rollout", "explore_precision", cfg.rollout.explore_precision),
+                                ("rollout", "compile", cfg.rollout.compile), ("model", "compile", cfg.model.compile)):
+        assert value == "auto" or stated_why(section, key), f"{path.name}: {section}.{key}={value} without a reason"

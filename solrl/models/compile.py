@@ -1,4 +1,4 @@
-"""torch.compile (inductor) for the transformers, in place, at one of two scopes.
+"""torch.compile (inductor) for the transformers, in place, at one of two scopes (or `auto`: blocks on CUDA).
 
 - "blocks": each transformer block compiled on its own (regional compilation). Every block of a
   stack shares one graph, compile time stays that of one block per stack, and the Python around the
@@ -27,10 +27,20 @@ BACKEND = "inductor"  # tests swap in a counting backend
 RECOMPILE_LIMIT = 64
 
 
-def compile_transformer(model: torch.nn.Module, scope: str) -> bool:
-    """Compile `model` in place at `scope` (one of COMPILE_SCOPES); returns whether anything was compiled."""
+def resolve_scope(scope: str, device: torch.device | str) -> str:
+    """`auto` -> blocks on a CUDA device (compiling is worth 1.6-1.8x there: docs/gpu-acceptance.md), eager on a
+    CPU (the toy's first compilation costs about half a minute, more than a short run gains); others as given."""
     if scope not in COMPILE_SCOPES:
         raise ValueError(f"unknown compile scope {scope!r}; choose one of {', '.join(COMPILE_SCOPES)}")
+    if scope != "auto":
+        return scope
+    return "blocks" if torch.device(device).type == "cuda" else "eager"
+
+
+def compile_transformer(model: torch.nn.Module, scope: str) -> bool:
+    """Compile `model` in place at `scope` (one of COMPILE_SCOPES; auto by the model's device); returns
+    whether anything was compiled."""
+    scope = resolve_scope(scope, next(model.parameters()).device)
     if scope == "eager":
         return False
     # graphs per code object: block kinds (e.g. SD3's last, context-free block) x adapter set-ups

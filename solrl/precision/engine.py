@@ -16,7 +16,8 @@ from ..models.compile import compile_transformer
 from ..models.explore_layers import EXPLORE_LAYERS, hidden_width
 from ..models.lora import OLD
 from ..parallel.sharding import full
-from .linear import QuantLinear, QuantReport, Recipe, get_recipe, select_kernel, should_quantize
+from .linear import QuantLinear, QuantReport, should_quantize
+from .recipes import Recipe, choose_auto, get_recipe, refuse_emulation, select_kernel
 
 log = logging.getLogger("solrl.precision")
 
@@ -36,15 +37,17 @@ def _set_module(root: torch.nn.Module, name: str, module: torch.nn.Module) -> No
 
 
 class ExploreEngine:
-    """`compile` ("blocks" or "model") compiles the copy with inductor (solrl/models/compile.py):
-    activation quantization fuses with its neighbours. Syncs write the weights in place: no recompile."""
+    """`compile` ("blocks", "model", or "auto": blocks on CUDA) compiles the copy with inductor
+    (solrl/models/compile.py): activation quantization fuses with its neighbours. Syncs write the weights
+    in place: no recompile. On a GPU a recipe without a real kernel is refused unless `allow_emulation`."""
 
     def __init__(self, policy, recipe: str | Recipe, adapter: str = OLD, compile: str = "eager",
-                 layers: str = "reference"):
+                 layers: str = "reference", allow_emulation: bool = False):
         if layers not in EXPLORE_LAYERS:
             raise ValueError(f"unknown explore layer choice {layers!r}; choose one of {', '.join(EXPLORE_LAYERS)}")
         source = policy.transformer
         device = next(source.parameters()).device
+        self.choice = choose_auto(device) if recipe == "auto" else None   # (recipe, why) when auto chose
         self.recipe = recipe if isinstance(recipe, Recipe) else get_recipe(recipe, device)
         family_skips = getattr(policy, "quant_skip_patterns", None)
         if family_skips is not None:
@@ -56,6 +59,7 @@ class ExploreEngine:
         self.keep = getattr(policy, "explore_keep", None) if layers == "reference" else None
         self.hidden = hidden_width(source) if self.keep is not None else 0
         self.kernel = select_kernel(self.recipe, device)
+        refuse_emulation(self.recipe, self.kernel, device, allow_emulation)   # before the copy: fail in seconds
         self.report = QuantReport(self.kernel)
         # one dtype end to end: a plain recipe's (fp32 / bf16: the whole copy runs in it), else the model's
         plain = self.recipe.weight_format is None and self.recipe.act_format is None
@@ -80,6 +84,8 @@ class ExploreEngine:
         self._view.transformer = self.model
         if hasattr(self._view, "dtype"):  # diffusers policies cast their inputs to `dtype`
             self._view.dtype = self.dtype
+        if self.choice is not None:
+            log.info("rollout.explore_precision=auto chose %s: %s", *self.choice)
         log.info("explore engine %s: %s", self.recipe.name, self.report.summary())
 
     def _layer_for(self, name: str, weight: torch.Tensor, bias, plain: bool) -> torch.nn.Module:
@@ -87,7 +93,7 @@ class ExploreEngine:
         kept = self.keep is not None and self.keep.keeps(name, in_f, out_f, self.hidden)
         if not plain and not kept and should_quantize(name, in_f, out_f, self.recipe):
             self.report.quantized.append(name)
-            return QuantLinear.from_weight(weight, bias, self.recipe, self.kernel)
+            return QuantLinear.from_weight(weight, bias, self.recipe, self.kernel, library_dtype=self.dtype)
         # fp32 / bf16 recipes: a plain linear layer on the merged weight, converted with the whole copy
         (self.report.quantized if plain else self.report.skipped).append(name)
         linear = torch.nn.Linear(in_f, out_f, bias=bias is not None, device=weight.device, dtype=self.dtype)
@@ -117,4 +123,4 @@ class ExploreEngine:
 
     @property
     def label(self) -> str:
-        return f"{self.recipe.name} ({self.kernel.name}, {'real' if self.kernel.real else 'emulated'})"
+        return f"{self.recipe.name} ({self.kernel.name}, {'real' if self.kernel.real else 'EMULATED'})"

@@ -78,21 +78,26 @@ def nvfp4(x: torch.Tensor, block: int = 16, per_sample: bool = False) -> torch.T
     return (q * scale).reshape(x.shape).to(x.dtype)
 
 
-def nvfp4_2d(x: torch.Tensor, block: int = 16) -> torch.Tensor:
-    """NVFP4 with one scale per block x block tile over the last two dims."""
+def nvfp4_2d_parts(x: torch.Tensor, block: int = 16) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """NVFP4 with 16x16 tiles, in parts: (E2M1 values shaped [..., rows / 16, 16, cols / 16, 16], the E4M3
+    scale of each tile [..., rows / 16, 1, cols / 16, 1], the FP32 tensor scale); x ~ values * tile * tensor."""
     if x.ndim < 2 or x.shape[-2] % block or x.shape[-1] % block:
         raise ValueError(f"nvfp4_2d needs the last two dims to be multiples of {block}, got {tuple(x.shape)}")
     xf = x.float()
     amax = xf.abs().max()
-    if amax == 0:
-        return torch.zeros_like(x)
-    s_global = amax / (E4M3_MAX * E2M1_MAX)
+    s_global = torch.where(amax > 0, amax / (E4M3_MAX * E2M1_MAX), 1.0)   # all zero: scale 1, zero tiles
     *lead, rows, cols = xf.shape
     tiles = xf.reshape(*lead, rows // block, block, cols // block, block)
     s_block = round_e4m3(tiles.abs().amax(dim=(-3, -1), keepdim=True) / E2M1_MAX / s_global)
     scale = s_block * s_global
     q = round_e2m1(torch.where(scale > 0, tiles / scale, torch.zeros_like(tiles)).clamp(-E2M1_MAX, E2M1_MAX))
-    return (q * scale).reshape(x.shape).to(x.dtype)
+    return q, s_block, s_global
+
+
+def nvfp4_2d(x: torch.Tensor, block: int = 16) -> torch.Tensor:
+    """NVFP4 with one scale per block x block tile over the last two dims."""
+    q, s_block, s_global = nvfp4_2d_parts(x, block)
+    return (q * (s_block * s_global)).reshape(x.shape).to(x.dtype)
 
 
 def _mx(x: torch.Tensor, elem_emax: int, round_elem, elem_max: float, block: int = 32) -> torch.Tensor:

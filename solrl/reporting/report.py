@@ -164,6 +164,9 @@ def _summary_rows(run_dir: Path, train: list[dict], evals: list[dict], config: d
                  ("reward", str(config.get("reward", {}).get("name"))),
                  ("rollout family", str(config.get("rollout", {}).get("family"))),
                  ("algorithm", str(config.get("train", {}).get("algorithm", "nft")))]
+    engines = sorted({r["explore_engine"] for r in train if r.get("explore_engine")})
+    if engines:
+        rows.append(("explore engine", "; ".join(engines)))
     if train:
         rows.append(("iterations logged", str(len(train))))
         rows.append(("wall-clock", f"{train[-1].get('wall_seconds', float('nan')) / 60:.1f} min"))
@@ -215,12 +218,15 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Path
                 "Rollout reward (the batch trained on) and held-out reward (fixed prompts and seeds), by iteration and by "
                 "wall-clock; with the toy verifier also held-out strict accuracy, the gold check and the scene reader, which are "
                 "never trained on.")]
+    emulated = (" The explore engine ran EMULATED (exact numerics, fp32 matmul, no low-precision kernel): its seconds are "
+                "not what a real kernel takes." if any(r.get("explore_emulated") for r in train) else "")
     if train:
         figures.append(("Losses", plot_losses(train, out / "losses.png"), "Training losses and gradient statistics per iteration."))
-        figures.append(("Timings", plot_timings(train, out / "timings.png"), "Where each iteration's seconds went."))
+        figures.append(("Timings", plot_timings(train, out / "timings.png"), "Where each iteration's seconds went." + emulated))
     if selection:
         figures.append(("Proxy fidelity and selection", plot_proxy_fidelity(selection, train, out / "proxy_fidelity.png"),
-                        "Sol-RL: how well the explore engine's reward of each kept seed predicted its full-precision reward."))
+                        "Sol-RL: how well the explore engine's reward of each kept seed predicted its full-precision reward."
+                        + emulated))
     parts = [f"<h1>solrl run report</h1><p class=sub>{html.escape(str(run_dir))}</p>", "<table>"]
     parts += [f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in _summary_rows(run_dir, train, evals, config)]
     parts.append("</table>")

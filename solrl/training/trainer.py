@@ -92,8 +92,8 @@ class Trainer:
             from ..precision.engine import ExploreEngine
 
             self.engine = ExploreEngine(self.policy, cfg.rollout.explore_precision, compile=cfg.rollout.compile,
-                                        layers=cfg.rollout.explore_layers)
-            log.info("explore engine: %s", self.engine.report.summary())
+                                        layers=cfg.rollout.explore_layers, allow_emulation=cfg.rollout.allow_emulation)
+            log.log(logging.INFO if self.engine.kernel.real else logging.WARNING, "explore engine: %s", self.engine.report.summary())
         checkpoint = load_checkpoint(resume) if resume else None
         if checkpoint is not None:  # the adapters go in whole, before any sharding
             load_adapter_state(self.model, TRAINED, checkpoint["lora_default"])
@@ -102,7 +102,8 @@ class Trainer:
             units = shard_model(self.model, self.world.size)
             log.info("train.parallel=fsdp2: transformer sharded over %d ranks in %d FSDP units", self.world.size, units)
         self.model.train()
-        compile_transformer(self.model, cfg.model.compile)
+        # compiling the policy does not combine with FSDP2 sharding yet: `auto` stays eager there
+        policy_compiled = compile_transformer(self.model, "eager" if self.fsdp and cfg.model.compile == "auto" else cfg.model.compile)
         params = list(adapter_params(self.model, TRAINED).values())
         self.optimizer = torch.optim.AdamW(params, lr=cfg.train.lr, betas=tuple(cfg.train.betas), weight_decay=cfg.train.weight_decay)
         self.eval_ema = AdapterEMA(self.model, TRAINED) if cfg.eval.ema else None
@@ -112,7 +113,7 @@ class Trainer:
         if checkpoint is not None:
             self._restore(checkpoint)
         self.compile_seconds = warm_up_compiled(self.policy, self.engine, self.prompts[0], cfg.sampling.batch_size,
-                                                cfg.train.micro_batch, cfg.model.compile != "eager")
+                                                cfg.train.micro_batch, policy_compiled)
         if self.world.main:  # rank 0 alone writes the run directory
             (self.run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
             self.logger = MetricsLogger(self.run_dir, wandb_project=cfg.wandb_project, config=to_dict(cfg),
@@ -277,6 +278,8 @@ class Trainer:
             "world_size": self.world.size,
             **(shared.batch.metrics if shared.batch is not None else {}),
         }
+        if self.engine is not None:  # every explore figure says which kernel made it, emulation above all
+            record["explore_engine"], record["explore_emulated"] = self.engine.label, not self.engine.kernel.real
         if self.compile_seconds:  # this session's compilation, once, outside every other timing
             record["seconds_compile"], self.compile_seconds = self.compile_seconds, 0.0
         return record

@@ -1,0 +1,240 @@
+"""What runs where: the explore recipes, the device they run on, and the one place that decides which
+kernel runs a recipe (`select_kernel`) and which recipe `auto` means on a device (`choose_auto`).
+
+A kernel is *real* when the device multiplies in the recipe's format (bf16 / int8 / FP8 / FP4 tensor
+cores, AMX, AVX512-BF16); otherwise the recipe is *emulated*: exact numerics, fp32 matmul, slower than
+the policy it copies. On a GPU an emulated explore engine is refused unless asked for
+(`rollout.allow_emulation`), so a preset never runs a slow path without saying so.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from ..config import ConfigError
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    weight_format: str | None          # None: weights stay in compute dtype
+    act_format: str | None             # None: weight-only quantization
+    compute_dtype: torch.dtype = torch.float32
+    # Layers left in full precision: embedders and the final projection (as Sol-RL does for
+    # SANA / FLUX), and any layer narrower than min_features.
+    skip_patterns: tuple[str, ...] = ("pos_embed", "time_text_embed", "context_embedder", "norm_out", "proj_out")
+    min_features: int = 64
+
+
+RECIPES = {
+    "fp32": Recipe("fp32", None, None, torch.float32),   # full precision, LoRA merged: the fair reference
+    "bf16": Recipe("bf16", None, None, torch.bfloat16),
+    "int8": Recipe("int8", "int8", "int8"),
+    "int8_weight_only": Recipe("int8_weight_only", "int8", None),
+    "fp8": Recipe("fp8", "fp8_e4m3_row", "fp8_e4m3_row"),
+    "mxfp8": Recipe("mxfp8", "mxfp8", "mxfp8"),
+    "mxfp4": Recipe("mxfp4", "mxfp4", "mxfp4"),
+    # TE's NVFP4 recipe: 16x16 weight tiles, 1x16 activation blocks; the activations' FP32 scale per
+    # sample, so an explored image does not depend on its batch-mates (nvfp4_tensor: one per batch)
+    "nvfp4": Recipe("nvfp4", "nvfp4_2d", "nvfp4_sample"),
+    "nvfp4_tensor": Recipe("nvfp4_tensor", "nvfp4_2d", "nvfp4"),
+    "nvfp4_weight_only": Recipe("nvfp4_weight_only", "nvfp4_2d", None),
+}
+NVFP4_GEMM = (10, 0)   # FP4 tensor cores: Blackwell (sm100 B200/GB200, sm120 RTX 50xx / RTX PRO 6000)
+FP8_GEMM = (8, 9)      # FP8 tensor cores: Ada (sm89) and Hopper (sm90)
+BF16_GEMM = (8, 0)     # bf16 tensor cores: Ampere (sm80) on
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_description() -> tuple[str, frozenset[str]]:
+    """(model name, instruction-set flags) of this CPU, from /proc/cpuinfo where there is one."""
+    info = Path("/proc/cpuinfo")
+    if not info.exists():
+        return platform.processor() or platform.machine(), frozenset()
+    text = info.read_text()
+    name = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "unknown CPU")
+    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+    return name, frozenset(flags)
+
+
+def _matrix_extensions(flags: frozenset[str]) -> list[str]:
+    return [label for flag, label in (("amx_bf16", "AMX-BF16"), ("amx_int8", "AMX-INT8"), ("avx512_bf16", "AVX512-BF16"),
+                                      ("avx512_vnni", "AVX512-VNNI"), ("avx2", "AVX2")) if flag in flags]
+
+
+def cpu_label() -> str:
+    """The CPU's name and its matrix extensions, as figures should name the machine they came from."""
+    name, flags = cpu_description()
+    return f"{name} ({', '.join(_matrix_extensions(flags)) or 'no AVX2'})"
+
+
+def torchao_version() -> str | None:
+    """The installed torchao's version, None without it (its NVFP4 / MX kernels serve Blackwell)."""
+    try:
+        return importlib.metadata.version("torchao")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What decides the kernels: a device's kind, compute capability (CUDA) or instruction sets (CPU), and
+    the libraries present. Built from the machine by `device_info`, or by hand in tests and previews."""
+    type: str                                   # cuda | cpu
+    name: str
+    capability: tuple[int, int] | None = None   # CUDA compute capability, e.g. (9, 0) for H100 / H200
+    cpu_flags: frozenset[str] = frozenset()
+    memory_gib: float | None = None             # device memory (CUDA)
+    torchao: str | None = field(default_factory=torchao_version)
+
+    @property
+    def label(self) -> str:
+        if self.type == "cuda":
+            major, minor = self.capability or (0, 0)
+            return f"{self.name} (sm{major}{minor})"
+        return f"{self.name} ({', '.join(_matrix_extensions(self.cpu_flags)) or 'no AVX2'})" if self.type == "cpu" else self.name
+
+    def at_least(self, capability: tuple[int, int]) -> bool:
+        return self.type == "cuda" and self.capability is not None and self.capability >= capability
+
+
+def device_info(device: torch.device | str = "cpu") -> DeviceInfo:
+    device = torch.device(device)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(f"model.device={device} but this machine has no CUDA device (torch {torch.__version__}, "
+                              f"cuda available: no); set model.device=cpu or install a CUDA build of torch")
+        props = torch.cuda.get_device_properties(device)
+        return DeviceInfo("cuda", props.name, torch.cuda.get_device_capability(device), memory_gib=props.total_memory / 2**30)
+    name, flags = cpu_description()
+    return DeviceInfo(device.type, name, cpu_flags=flags) if device.type == "cpu" else DeviceInfo(device.type, device.type)
+
+
+def _as_info(device) -> DeviceInfo:
+    return device if isinstance(device, DeviceInfo) else device_info(device)
+
+
+def choose_auto(device) -> tuple[str, str]:
+    """(recipe, why): the fastest recipe this device runs with a real kernel, by measurements named in the
+    reason (docs/explore-engine.md, docs/gpu-acceptance.md)."""
+    info = _as_info(device)
+    if info.type == "cuda":
+        sm = "sm{}{}".format(*(info.capability or (0, 0)))
+        if info.at_least(NVFP4_GEMM):
+            if info.torchao:
+                return "nvfp4", f"{sm} has FP4 tensor cores: NVFP4 GEMMs through torchao {info.torchao}"
+            return "fp8", (f"{sm} has FP4 tensor cores, but NVFP4 needs torchao (pip install torchao==0.18.0); "
+                           "FP8 (torch._scaled_mm) until then")
+        if info.at_least(FP8_GEMM):
+            return "fp8", f"{sm} has FP8 tensor cores (torch._scaled_mm, rowwise scales) and no FP4 GEMM (that needs sm100+)"
+        if info.at_least(BF16_GEMM):
+            return "bf16", (f"{sm} has no FP8; int8 (torch._int_mm) ran slower than bf16 even compiled on Hopper "
+                            "(docs/gpu-acceptance.md), so bf16 with the LoRA merged")
+        return "fp32", f"{sm} has no bf16 tensor cores (they start at sm80)"
+    flags = info.cpu_flags
+    if "amx_bf16" in flags:
+        return "bf16", ("AMX-BF16: compiled, the bf16 engine beat int8 on a 2-core AMX Xeon "
+                        "(4.0 s against 4.6 s of explore per toy_sol_rl iteration, docs/explore-engine.md)")
+    if "avx512_bf16" in flags:
+        return "bf16", ("AVX512-BF16: bf16 explored faster than int8 (81.7 against 55.7 img/s eager, about even "
+                        "compiled) on an AVX512 EPYC (docs/explore-engine.md)")
+    return "fp32", ("no bf16 / int8 matrix instructions: bf16 and int8 ran 4.6x and 13.7x slower than fp32 on an "
+                    "AVX2-only EPYC (docs/explore-engine.md); fp32 with fewer steps is the honest explore here")
+
+
+def get_recipe(name: str, device=None) -> Recipe:
+    """A recipe by name; `auto` is resolved by `choose_auto` for `device` (default: this CPU)."""
+    if name == "auto":
+        return RECIPES[choose_auto(device if device is not None else "cpu")[0]]
+    if name not in RECIPES:
+        raise ValueError(f"unknown precision recipe {name!r}; choose one of auto, {', '.join(RECIPES)}")
+    return RECIPES[name]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str     # fp32 | bf16 | int_mm | scaled_mm_fp8 | torchao_nvfp4 | torchao_mxfp8 | emulated
+    real: bool    # a real low-precision kernel (True) or exact emulation in fp32 (False)
+    note: str = ""
+
+
+def _cpu_support(info: DeviceInfo, dtype: str) -> str:
+    """How this CPU runs bf16 / int8 matrix products: in hardware, or without matrix support."""
+    wanted = {"bf16": ("amx_bf16", "avx512_bf16"), "int8": ("amx_int8", "avx512_vnni", "avx_vnni")}[dtype]
+    have = [f for f in wanted if f in info.cpu_flags]
+    if have:
+        return f"{dtype} in hardware ({', '.join(have)}) on {info.name}"
+    return f"{info.name} has no {'/'.join(wanted)}: {dtype} products run without hardware support, likely slower than fp32"
+
+
+def _blackwell_kernel(recipe: Recipe, info: DeviceInfo) -> Kernel | None:
+    """torchao's NVFP4 / MXFP8 GEMMs on sm100+ (cuBLAS block-scaled FP4 / FP8 through torch._scaled_mm)."""
+    if not info.at_least(NVFP4_GEMM) or not info.torchao:
+        return None
+    sm = "sm{}{}".format(*info.capability)
+    if recipe.weight_format == "nvfp4_2d" and recipe.act_format in ("nvfp4", "nvfp4_sample"):
+        scales = "per sample" if recipe.act_format == "nvfp4_sample" else "per tensor"
+        return Kernel("torchao_nvfp4", True, f"NVFP4 x NVFP4 GEMM on {sm} through torchao {info.torchao} "
+                                             f"(16x16 weight tiles, 1x16 activation blocks, activation scale {scales})")
+    if recipe.weight_format == recipe.act_format == "mxfp8":
+        return Kernel("torchao_mxfp8", True, f"MXFP8 x MXFP8 GEMM on {sm} through torchao {info.torchao}")
+    return None
+
+
+def select_kernel(recipe: Recipe, device) -> Kernel:
+    """Which implementation runs `recipe` on `device` (a torch device or a DeviceInfo): the single place
+    this is decided."""
+    info = _as_info(device)
+    cuda = info.type == "cuda"
+    if recipe.weight_format is None and recipe.act_format is None:
+        if recipe.compute_dtype == torch.float32:
+            return Kernel("fp32", True, "fp32 matmul (full precision)")
+        note = "bf16 tensor cores" if cuda else _cpu_support(info, "bf16")
+        return Kernel("bf16", True, f"bf16 matmul; {note}")
+    if recipe.weight_format == "int8" and recipe.act_format == "int8":
+        note = "int8 tensor cores" if cuda else _cpu_support(info, "int8")
+        return Kernel("int_mm", True, f"torch._int_mm int8 x int8 -> int32; {note}")
+    if recipe.weight_format == recipe.act_format == "fp8_e4m3_row" and info.at_least(FP8_GEMM):
+        return Kernel("scaled_mm_fp8", True, "torch._scaled_mm FP8 E4M3 on sm{}{}".format(*info.capability))
+    blackwell = _blackwell_kernel(recipe, info)
+    if blackwell is not None:
+        return blackwell
+    return Kernel("emulated", False, f"{recipe.name} emulated: exact numerics, fp32 matmul, no speed-up on {info.label}"
+                                     f"{_missing_hardware(recipe, info)}")
+
+
+def _missing_hardware(recipe: Recipe, info: DeviceInfo) -> str:
+    """Why a recipe has no real kernel here, when a device that has one exists."""
+    formats = {recipe.weight_format, recipe.act_format}
+    if recipe.act_format is None:
+        return " (weight-only: the weights are dequantized for a full-precision matmul on every device)"
+    if formats & {"nvfp4", "nvfp4_2d", "nvfp4_sample"} or formats == {"mxfp8"}:
+        if info.at_least(NVFP4_GEMM):
+            return " (this GPU has the tensor cores, but torchao is missing: pip install torchao==0.18.0)"
+        return " (a real kernel needs sm100+: B200 / GB200, RTX 50xx)"
+    if formats == {"fp8_e4m3_row"}:
+        return " (a real FP8 kernel needs sm89+: L40S, H100 / H200, B200)"
+    return " (no device runs this format in hardware through solrl yet)"
+
+
+class EmulationRefused(ConfigError):
+    """An explore recipe would run as a slow emulation on a GPU; the message names the fast one."""
+
+
+def refuse_emulation(recipe: Recipe, kernel: Kernel, device, allowed: bool) -> None:
+    """On a GPU an emulated explore engine is slower than the policy it copies (Sol-RL's point lost):
+    refuse it, naming the fastest real recipe, unless `rollout.allow_emulation` asked for it. CPUs (the
+    laboratory) keep emulation: their logs, train.jsonl and the report say EMULATED instead."""
+    info = _as_info(device)
+    if kernel.real or allowed or info.type != "cuda":
+        return
+    best, why = choose_auto(info)
+    raise EmulationRefused(
+        f"rollout.explore_precision={recipe.name} has no real kernel on {info.label}: {kernel.note}. It would run "
+        f"slower than the bf16 policy it copies. Use rollout.explore_precision=auto (here: {best}; {why}), or set "
+        "rollout.allow_emulation=true for a numerics study")

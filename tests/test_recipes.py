@@ -1,0 +1,98 @@
+"""What runs where: `auto`'s choice per GPU capability and CPU instruction set (devices described by hand),
+the kernel each recipe gets, and the refusal of a slow emulation on a GPU."""
+import pytest
+
+from solrl.config import load_config
+from solrl.models.compile import resolve_scope
+from solrl.precision import recipes
+from solrl.precision.recipes import RECIPES, DeviceInfo, EmulationRefused, choose_auto, refuse_emulation, select_kernel
+
+
+def gpu(capability, torchao="0.18.0", name="GPU"):
+    return DeviceInfo("cuda", name, capability, memory_gib=80.0, torchao=torchao)
+
+
+def cpu(*flags):
+    return DeviceInfo("cpu", "CPU", cpu_flags=frozenset(flags), torchao=None)
+
+
+B200, H100, L40S, A100, T4 = gpu((10, 0), name="B200"), gpu((9, 0), name="H100"), gpu((8, 9)), gpu((8, 0)), gpu((7, 5))
+AMX_XEON = cpu("avx2", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_int8")
+AVX512_EPYC, AVX2_EPYC = cpu("avx2", "avx512_bf16", "avx512_vnni"), cpu("avx2")
+
+
+@pytest.mark.parametrize("device, expected", [
+    (B200, "nvfp4"), (gpu((12, 0)), "nvfp4"), (gpu((10, 0), torchao=None), "fp8"), (H100, "fp8"), (L40S, "fp8"),
+    (A100, "bf16"), (gpu((8, 6)), "bf16"), (T4, "fp32"),
+    (AMX_XEON, "bf16"), (AVX512_EPYC, "bf16"), (AVX2_EPYC, "fp32"),
+], ids=["B200", "RTX50", "B200-no-torchao", "H100", "L40S", "A100", "A10", "T4", "AMX", "AVX512-BF16", "AVX2"])
+def test_auto_picks_the_fastest_real_recipe_of_the_device(device, expected):
+    name, why = choose_auto(device)
+    assert name == expected and why
+    assert select_kernel(RECIPES[name], device).real   # auto never chooses an emulation
+
+
+def test_auto_says_what_is_missing_for_nvfp4_on_blackwell():
+    assert "torchao" in choose_auto(gpu((10, 0), torchao=None))[1]
+    assert "sm90" in choose_auto(H100)[1] and "sm100" in choose_auto(H100)[1]
+
+
+@pytest.mark.parametrize("recipe, device, kernel", [
+    ("nvfp4", B200, "torchao_nvfp4"), ("nvfp4_tensor", B200, "torchao_nvfp4"), ("mxfp8", B200, "torchao_mxfp8"),
+    ("nvfp4", H100, "emulated"), ("nvfp4", gpu((10, 0), torchao=None), "emulated"), ("mxfp8", H100, "emulated"),
+    ("mxfp4", B200, "emulated"), ("nvfp4_weight_only", B200, "emulated"),
+    ("fp8", H100, "scaled_mm_fp8"), ("fp8", L40S, "scaled_mm_fp8"), ("fp8", A100, "emulated"), ("fp8", AMX_XEON, "emulated"),
+    ("int8", A100, "int_mm"), ("int8", AVX2_EPYC, "int_mm"), ("bf16", AVX2_EPYC, "bf16"), ("fp32", T4, "fp32"),
+])
+def test_select_kernel_per_recipe_and_device(recipe, device, kernel):
+    chosen = select_kernel(RECIPES[recipe], device)
+    assert chosen.name == kernel and chosen.real == (kernel != "emulated")
+
+
+def test_emulated_kernels_say_which_device_would_run_them():
+    assert "sm100" in select_kernel(RECIPES["nvfp4"], H100).note
+    assert "torchao" in select_kernel(RECIPES["nvfp4"], gpu((10, 0), torchao=None)).note
+    assert "sm89" in select_kernel(RECIPES["fp8"], A100).note
+    assert "weight-only" in select_kernel(RECIPES["nvfp4_weight_only"], B200).note
+
+
+def test_a_gpu_refuses_emulation_and_names_the_fast_recipe():
+    recipe = RECIPES["nvfp4"]
+    with pytest.raises(EmulationRefused, match=r"rollout.explore_precision=nvfp4 has no real kernel on H100 \(sm90\).*"
+                                               r"auto \(here: fp8.*rollout.allow_emulation=true"):
+        refuse_emulation(recipe, select_kernel(recipe, H100), H100, allowed=False)
+    refuse_emulation(recipe, select_kernel(recipe, H100), H100, allowed=True)          # a numerics study asked for it
+    refuse_emulation(recipe, select_kernel(recipe, B200), B200, allowed=False)         # real there
+    refuse_emulation(recipe, select_kernel(recipe, AMX_XEON), AMX_XEON, allowed=False)  # the CPU laboratory keeps it
+
+
+def test_the_trainer_refuses_emulation_on_a_gpu_unless_allowed(tiny_toy_dir, tmp_path, monkeypatch):
+    """The toy model stays on the CPU; the device is described as an H100, as `select_kernel` would read it."""
+    from solrl.training.trainer import Trainer
+
+    monkeypatch.setattr(recipes, "device_info", lambda device: H100)
+    overrides = [f"model.path={tiny_toy_dir}", f"out_dir={tmp_path / 'run'}", "rollout.family=sol_rl",
+                 "rollout.explore_precision=nvfp4", "train.prompts_per_iter=1", "rollout.explore_seeds=4", "train.group_size=2"]
+    with pytest.raises(EmulationRefused, match="allow_emulation"):
+        Trainer(load_config(None, overrides), quiet=True)
+    trainer = Trainer(load_config(None, [*overrides, "rollout.allow_emulation=true"]), quiet=True)
+    assert not trainer.engine.kernel.real and "EMULATED" in trainer.engine.label
+
+
+def test_emulated_runs_say_so_in_train_jsonl(tiny_toy_dir, tmp_path):
+    import json
+
+    from solrl.training.trainer import Trainer
+
+    cfg = load_config(None, [f"model.path={tiny_toy_dir}", f"out_dir={tmp_path / 'run'}", "rollout.family=sol_rl",
+                             "rollout.explore_precision=nvfp4", "train.prompts_per_iter=1", "rollout.explore_seeds=4",
+                             "train.group_size=2", "train.iterations=1", "eval.max_prompts=1", "eval.seeds_per_prompt=1"])
+    Trainer(cfg, quiet=True).train()
+    record = json.loads((tmp_path / "run" / "train.jsonl").read_text().splitlines()[0])
+    assert record["explore_emulated"] is True and "EMULATED" in record["explore_engine"]
+
+
+@pytest.mark.parametrize("scope, device, expected", [("auto", "cuda", "blocks"), ("auto", "cuda:1", "blocks"), ("auto", "cpu", "eager"),
+                                                     ("model", "cpu", "model"), ("eager", "cuda", "eager")])
+def test_compile_auto_is_blocks_on_cuda_and_eager_on_cpu(scope, device, expected):
+    assert resolve_scope(scope, device) == expected
