@@ -22,7 +22,7 @@ from solrl.data import load_prompts
 from solrl.models import load_policy
 from solrl.models.lora import add_configured_adapters
 from solrl.precision.engine import ExploreEngine
-from solrl.precision.linear import cpu_description
+from solrl.precision.recipes import cpu_description
 from solrl.rollout.generation import generate
 
 CASES = [("fp32", 10), ("fp32", 6), ("bf16", 6), ("int8", 6), ("fp8", 6), ("nvfp4", 6)]

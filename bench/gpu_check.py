@@ -167,7 +167,7 @@ def _policy(args, model_dir: Path, compiled: bool):
 
 
 def _real_recipes(args) -> tuple[list[str], dict]:
-    from solrl.precision.linear import get_recipe, select_kernel
+    from solrl.precision.recipes import get_recipe, select_kernel
 
     real, skipped = [], {}
     for name in args.recipes.split(","):

@@ -29,7 +29,7 @@ from solrl.models import load_policy
 from solrl.models.compile import compile_transformer
 from solrl.models.lora import add_configured_adapters
 from solrl.precision.engine import ExploreEngine
-from solrl.precision.linear import cpu_label
+from solrl.precision.recipes import cpu_label
 from solrl.rewards import build_reward
 from solrl.rollout.driver import RolloutSpec, run_rollout
 
