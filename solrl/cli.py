@@ -130,6 +130,24 @@ def cmd_train(args) -> int:
     return 0
 
 
+def cmd_check(args) -> int:
+    from .config import load_config
+    from .preflight import run_check
+    from .precision.recipes import DeviceInfo
+
+    cfg = load_config(args.config, args.overrides)
+    described = None
+    if args.capability:
+        major, _, minor = args.capability.partition(".")
+        if not (major.isdigit() and minor.isdigit()):
+            raise ValueError(f"--capability {args.capability!r} must look like 9.0 (H100 / H200) or 10.0 (B200)")
+        described = DeviceInfo("cuda", args.gpu_name, (int(major), int(minor)), memory_gib=args.gpu_memory_gib)
+    report = run_check(cfg, described)
+    print(f"solrl check {args.config or '(defaults)'} {' '.join(args.overrides)}".rstrip())
+    print(report.render())
+    return 2 if report.problems else 0
+
+
 def _relaunch_with_torchrun(args) -> int:
     """`solrl train --nproc-per-node P ...` = `torchrun --standalone --nproc-per-node P -m solrl train ...` (one node)."""
     import subprocess
@@ -254,6 +272,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nproc-per-node", type=int, default=1,
                    help="processes on this machine (launches torchrun --standalone; for several nodes call torchrun yourself)")
     p.set_defaults(fn=cmd_train)
+
+    p = sub.add_parser("check", help="preflight: what a preset would run on this device, what it lacks, its peak memory; "
+                                     "loads no weights (exit 2 when something would stop the run)")
+    p.add_argument("config", nargs="?", default=None, help="YAML preset (default: built-in defaults)")
+    p.add_argument("overrides", nargs="*", help="key=value overrides, as for train")
+    p.add_argument("--capability", default=None, help="describe a GPU instead of this machine's device: compute capability, "
+                                                      "e.g. 9.0 (H100 / H200), 10.0 (B200), 8.0 (A100)")
+    p.add_argument("--gpu-memory-gib", type=float, default=80.0, help="that GPU's memory (default 80)")
+    p.add_argument("--gpu-name", default="described GPU", help="that GPU's name, for the printout")
+    p.set_defaults(fn=cmd_check)
 
     p = sub.add_parser("export", help="write a run's trained LoRA in peft and diffusers formats")
     p.add_argument("run", help="run directory or checkpoint file")

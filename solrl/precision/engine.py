@@ -8,12 +8,13 @@ import copy
 import dataclasses
 import logging
 import time
+from dataclasses import dataclass
 
 import torch
 from peft.tuners.lora import LoraLayer
 
 from ..models.compile import compile_transformer
-from ..models.explore_layers import EXPLORE_LAYERS, hidden_width
+from ..models.explore_layers import EXPLORE_LAYERS, ExploreKeep, hidden_width
 from ..models.lora import OLD
 from ..parallel.sharding import full
 from .linear import QuantLinear, QuantReport, should_quantize
@@ -36,6 +37,45 @@ def _set_module(root: torch.nn.Module, name: str, module: torch.nn.Module) -> No
     setattr(root.get_submodule(parent) if parent else root, attr, module)
 
 
+@dataclass(frozen=True)
+class LayerRule:
+    """Which linears an explore copy quantizes: the recipe (with the family's skip patterns), and what the
+    Sol-RL reference keeps in bf16 for the family (`keep`, None with explore_layers=all)."""
+    recipe: Recipe
+    keep: ExploreKeep | None
+    hidden: int
+
+    def quantizes(self, name: str, in_features: int, out_features: int) -> bool:
+        if self.recipe.weight_format is None and self.recipe.act_format is None:
+            return False   # fp32 / bf16: plain linear layers in the recipe's dtype
+        if self.keep is not None and self.keep.keeps(name, in_features, out_features, self.hidden):
+            return False
+        return should_quantize(name, in_features, out_features, self.recipe)
+
+
+def layer_rule(family, recipe: Recipe, layers: str, transformer) -> LayerRule:
+    """The rule for a policy (or its class: the preflight has no weights) and its transformer."""
+    if layers not in EXPLORE_LAYERS:
+        raise ValueError(f"unknown explore layer choice {layers!r}; choose one of {', '.join(EXPLORE_LAYERS)}")
+    family_skips = getattr(family, "quant_skip_patterns", None)
+    if family_skips is not None:
+        # the family knows its architecture: its list replaces the recipe's generic one (whose
+        # unanchored "proj_out" would, e.g., also keep FLUX's per-block projections unquantized)
+        recipe = dataclasses.replace(recipe, skip_patterns=tuple(family_skips))
+    # "reference": also keep what the Sol-RL reference keeps in bf16 for this family; "all": every eligible linear
+    keep = getattr(family, "explore_keep", None) if layers == "reference" else None
+    return LayerRule(recipe, keep, hidden_width(transformer) if keep is not None else 0)
+
+
+def plan_layers(transformer: torch.nn.Module, rule: LayerRule) -> tuple[list[str], list[str]]:
+    """(quantized, kept) linear layers of a base transformer (no LoRA; on the meta device is enough)."""
+    quantized, kept = [], []
+    for name, module in transformer.named_modules():
+        if isinstance(module, torch.nn.Linear):
+            (quantized if rule.quantizes(name, module.in_features, module.out_features) else kept).append(name)
+    return quantized, kept
+
+
 class ExploreEngine:
     """`compile` ("blocks", "model", or "auto": blocks on CUDA) compiles the copy with inductor
     (solrl/models/compile.py): activation quantization fuses with its neighbours. Syncs write the weights
@@ -43,21 +83,12 @@ class ExploreEngine:
 
     def __init__(self, policy, recipe: str | Recipe, adapter: str = OLD, compile: str = "eager",
                  layers: str = "reference", allow_emulation: bool = False):
-        if layers not in EXPLORE_LAYERS:
-            raise ValueError(f"unknown explore layer choice {layers!r}; choose one of {', '.join(EXPLORE_LAYERS)}")
         source = policy.transformer
         device = next(source.parameters()).device
         self.choice = choose_auto(device) if recipe == "auto" else None   # (recipe, why) when auto chose
-        self.recipe = recipe if isinstance(recipe, Recipe) else get_recipe(recipe, device)
-        family_skips = getattr(policy, "quant_skip_patterns", None)
-        if family_skips is not None:
-            # the policy knows its architecture: its list replaces the recipe's generic one (whose
-            # unanchored "proj_out" would, e.g., also keep FLUX's per-block projections unquantized)
-            self.recipe = dataclasses.replace(self.recipe, skip_patterns=tuple(family_skips))
+        self.rule = layer_rule(policy, recipe if isinstance(recipe, Recipe) else get_recipe(recipe, device), layers, source)
+        self.recipe = self.rule.recipe
         self.adapter = adapter
-        # "reference": also keep what the Sol-RL reference keeps in bf16 for this family; "all": every eligible linear
-        self.keep = getattr(policy, "explore_keep", None) if layers == "reference" else None
-        self.hidden = hidden_width(source) if self.keep is not None else 0
         self.kernel = select_kernel(self.recipe, device)
         refuse_emulation(self.recipe, self.kernel, device, allow_emulation)   # before the copy: fail in seconds
         self.report = QuantReport(self.kernel)
@@ -90,8 +121,7 @@ class ExploreEngine:
 
     def _layer_for(self, name: str, weight: torch.Tensor, bias, plain: bool) -> torch.nn.Module:
         out_f, in_f = weight.shape
-        kept = self.keep is not None and self.keep.keeps(name, in_f, out_f, self.hidden)
-        if not plain and not kept and should_quantize(name, in_f, out_f, self.recipe):
+        if self.rule.quantizes(name, in_f, out_f):
             self.report.quantized.append(name)
             return QuantLinear.from_weight(weight, bias, self.recipe, self.kernel, library_dtype=self.dtype)
         # fp32 / bf16 recipes: a plain linear layer on the merged weight, converted with the whole copy
