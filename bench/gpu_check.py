@@ -20,7 +20,12 @@ after every step, so a run cut short keeps what it measured):
   own run_rollout: `rollout.naive_scaling_seconds` and `rollout.sol_rl_seconds`. Steps starting after
   `--speed-budget-seconds` are skipped;
 - sol_rl: `--iterations` iterations through solrl.training.trainer.Trainer with a random-weight CNN reward;
-  skipped once `--budget-seconds` are spent.
+  skipped once `--budget-seconds` are spent;
+- blackwell: the compiled nvfp4 engine against the compiled fp8 engine (target 1.2x), from the speed
+  section, where the GPU is sm100+; elsewhere it says plainly that it was not run and why;
+- presets (`--presets sd35l_pickscore,...`): each GPU preset as shipped, at its released size, sol_rl vs
+  naive_scaling (compiled, as `auto` chooses) and naive_scaling eager: stage seconds, peak memory beside
+  `solrl check`'s estimate, the kernel chosen (bench/gpu_presets.py).
 What the machine lacks (diffusers, peft, a CUDA device) is said up front; docs/gpu-acceptance.md
 gives the offline install from wheels brought along.
 """
@@ -39,12 +44,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from solrl.rewards.base import Reward, RewardResult
-from solrl.testing.random_pipelines import REAL_TRANSFORMERS, TINY_TRANSFORMERS
+from bench.gpu_presets import PROMPTS, VAE_LEVELS, RandomCNNReward, preset_runs, register_random_reward  # noqa: E402
+from solrl.testing.random_pipelines import REAL_TRANSFORMERS, TINY_TRANSFORMERS  # noqa: E402
 
-VAE_LEVELS = {"sd3": 4, "sana": 6}    # VAE factor 8 (SD3's KL) and 32 (SANA's DC-AE), as released
-PROMPTS = ["a photo of a red bicycle leaning on a brick wall", "an astronaut riding a horse, oil painting",
-           "a bowl of ramen with chopsticks, studio light", "two cats sleeping on a blue sofa"]
+BLACKWELL_TARGET = 1.2   # issue 32: the compiled nvfp4 engine >= 1.2x the compiled fp8 engine on sm100
 
 
 def parse_args(argv=None):
@@ -56,18 +59,25 @@ def parse_args(argv=None):
     p.add_argument("--resolution", type=int, default=1024)
     p.add_argument("--batch", type=int, default=24, help="images per forward in the forward timing (the rollout's)")
     p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--recipes", default="bf16,fp8,int8,nvfp4")
+    p.add_argument("--recipes", default="bf16,fp8,int8,nvfp4,mxfp8")
     p.add_argument("--compile", default="eager,compiled", help="compile settings to time: eager, compiled or both")
     p.add_argument("--explore-layers", default="reference", choices=["reference", "all"],
                    help="which linears the engines quantize (rollout.explore_layers)")
     p.add_argument("--scope", default="blocks", choices=["blocks", "model"], help="what 'compiled' compiles (solrl/models/compile.py)")
-    p.add_argument("--sections", default="speed,sol_rl", help="speed (forward and rollout timings), sol_rl (iterations)")
+    p.add_argument("--sections", default="speed,sol_rl", help="speed (forward and rollout timings), sol_rl (iterations); "
+                                                              "none: only --presets")
     p.add_argument("--explore-seeds", type=int, default=96, help="N of the rollout section (the paper's 96)")
     p.add_argument("--group-size", type=int, default=24, help="K of the rollout section (the paper's 24)")
     p.add_argument("--rollout-batch", type=int, default=24, help="images per forward in the rollout section")
     p.add_argument("--iterations", type=int, default=2, help="sol_rl iterations through the trainer")
     p.add_argument("--budget-seconds", type=float, default=420, help="sections starting after this are skipped")
     p.add_argument("--speed-budget-seconds", type=float, default=330, help="speed steps starting after this are skipped")
+    p.add_argument("--presets", default="", help="GPU presets to run as shipped (bench/gpu_presets.py), comma-separated, "
+                                                 "e.g. sd35l_pickscore,flux1_pickscore; after the arch sections")
+    p.add_argument("--preset-prompts", type=int, default=1, help="prompt groups per iteration in the presets section")
+    p.add_argument("--preset-iterations", type=int, default=2)
+    p.add_argument("--preset-eager-baseline", action=argparse.BooleanOptionalAction, default=True,
+                   help="also run naive_scaling eager (the paper's baseline) per preset")
     p.add_argument("--out", default="gpu_check.json")
     p.add_argument("--dry-run", action="store_true", help="no model run: size the architecture and print the plan")
     args = p.parse_args(argv)
@@ -343,15 +353,13 @@ def _empty_cache(device):
 
 def sol_rl_iterations(args, model_dir: Path, root: Path) -> list[dict]:
     from solrl.config import load_config
-    from solrl.rewards.base import REWARDS
     from solrl.training.trainer import Trainer
 
-    if "gpu_check_random_cnn" not in REWARDS:
-        REWARDS.register("gpu_check_random_cnn")(RandomCNNReward)
+    register_random_reward()
     prompt_file = root / "prompts.txt"
     prompt_file.write_text("\n".join(PROMPTS) + "\n")
     cuda = torch.device(args.device).type == "cuda"
-    recipe = "fp8" if cuda and torch.cuda.get_device_capability(args.device) >= (8, 9) else "int8"
+    recipe = "auto" if cuda else "int8"   # the CPU smoke run keeps a quantizing recipe (auto there is bf16 or fp32)
     cfg = load_config(None, [
         f"model.name={args.family}", f"model.path={model_dir}", f"model.device={args.device}",
         f"model.dtype={'bfloat16' if cuda else 'float32'}", f"model.resolution={args.resolution}",
@@ -369,7 +377,7 @@ def sol_rl_iterations(args, model_dir: Path, root: Path) -> list[dict]:
         record = trainer.run_iteration(it)
         keep = ("reward_mean", "loss", "grad_norm", "proxy_full_spearman", "seconds_explore", "seconds_regenerate",
                 "seconds_train", "seconds_sync", "seconds_iteration", "images_per_second")
-        row = {"iteration": it + 1, "explore_precision": recipe,
+        row = {"iteration": it + 1, "explore_engine": trainer.engine.label,
                **({k: record.get(k) for k in keep} if record else {"skipped": True})}
         print(f"sol_rl iteration {it + 1}: {row}")
         records.append(row)
@@ -382,21 +390,23 @@ def _family_class(family):
     return MODEL_FAMILIES[family]
 
 
-class RandomCNNReward(Reward):
-    """A fixed random conv net scoring images: a stand-in for a reward model, with no download."""
+def blackwell_summary(args, arch_report: dict) -> dict:
+    """The NVFP4 engine against the FP8 engine, both compiled, where this GPU runs both for real; elsewhere it says so."""
+    from solrl.precision.recipes import NVFP4_GEMM, device_info, select_kernel, get_recipe
 
-    name = "gpu_check_random_cnn"
-
-    def __init__(self):
-        torch.manual_seed(1234)
-        self.net = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 5, stride=4), torch.nn.GELU(),
-                                       torch.nn.Conv2d(16, 32, 3, stride=2), torch.nn.AdaptiveAvgPool2d(1),
-                                       torch.nn.Flatten(), torch.nn.Linear(32, 1))
-
-    @torch.no_grad()
-    def score(self, images, prompts):
-        net = self.net.to(images.device)
-        return RewardResult(net(images.float() * 2 - 1).squeeze(1).float().cpu())
+    if torch.device(args.device).type != "cuda":
+        return {"not_run": "NVFP4 GEMMs need a CUDA device with sm100+ (B200 / GB200, RTX 50xx); this run is on the CPU"}
+    info = device_info(args.device)
+    if not info.at_least(NVFP4_GEMM):
+        return {"not_run": f"NVFP4 GEMMs need sm100+ (B200 / GB200, RTX 50xx); this GPU is {info.label}, so the torchao "
+                           "NVFP4 / MXFP8 engines were not run here (their wiring is tested on the CPU: tests/test_torchao_kernels.py)"}
+    compiled = arch_report.get("forward", {}).get("compiled", {})
+    nvfp4, fp8 = compiled.get("nvfp4", {}), compiled.get("fp8", {})
+    out = {"nvfp4_kernel": select_kernel(get_recipe("nvfp4"), info).name, "nvfp4": nvfp4, "fp8": fp8}
+    if "forward_ms" in nvfp4 and "forward_ms" in fp8:
+        ratio = fp8["forward_ms"] / nvfp4["forward_ms"]
+        out.update(nvfp4_over_compiled_fp8=round(ratio, 3), target=BLACKWELL_TARGET, met=ratio >= BLACKWELL_TARGET)
+    return out
 
 
 def run_arch(args, arch: str, report: dict, start: float, save) -> dict:
@@ -439,7 +449,9 @@ def main(argv=None) -> dict:
             "arch_sections": args.sections_of, "rollout": {"N": args.explore_seeds, "K": args.group_size,
                                                            "batch": args.rollout_batch},
             "sol_rl_iterations": args.iterations, "budget_seconds": args.budget_seconds,
-            "speed_budget_seconds": args.speed_budget_seconds, "out": args.out}
+            "speed_budget_seconds": args.speed_budget_seconds, "out": args.out,
+            "presets": [p for p in args.presets.split(",") if p], "preset_prompts": args.preset_prompts,
+            "preset_iterations": args.preset_iterations, "preset_eager_baseline": args.preset_eager_baseline}
     print(json.dumps(plan, indent=2))
     if args.dry_run:
         return {"plan": plan}
@@ -455,7 +467,16 @@ def main(argv=None) -> dict:
     save = lambda: out.write_text(json.dumps(report, indent=2) + "\n")   # after every step: a timeout keeps the rest
     start = time.perf_counter()
     for arch in args.archs:
+        if args.sections_of.get(arch, args.sections) in ("", "none"):
+            continue
         run_arch(args, arch, report, start, save)
+        report["blackwell"] = blackwell_summary(args, report[arch])
+        save()
+    if args.presets:
+        def partial(result):
+            report["presets"] = result
+            save()
+        partial(preset_runs(args, start + args.budget_seconds, partial))
     report.update(seconds_total=round(time.perf_counter() - start, 1), complete=True)
     save()
     print(f"wrote {out} ({report['seconds_total']} s)")

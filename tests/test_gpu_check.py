@@ -38,6 +38,7 @@ def test_the_whole_acceptance_run_on_a_tiny_model(gpu_check, tmp_path):
     assert forward["eager"]["int8"]["vs_policy"] > 0 and forward["compiled"]["int8"]["forward_ms"] > 0
     assert "skipped" in forward["eager"]["nvfp4"]  # no real NVFP4 kernel on a CPU: said, not emulated
     assert report["tiny"]["sol_rl"][0]["iteration"] == 1 and not report["tiny"]["skipped"] and report["complete"]
+    assert "sm100" in report["blackwell"]["not_run"]   # said plainly: the NVFP4 GEMM did not run here
 
 
 def test_tiny_mode_targets_the_cpu_sized_model(gpu_check):
@@ -61,3 +62,37 @@ def test_the_random_sana_vae_decodes_sana_16b_latents(tmp_path):
     assert policy.sample_shape == (32, 8, 8)
     images = policy.decode(torch.randn(2, *policy.sample_shape))
     assert images.shape == (2, 3, 256, 256) and torch.isfinite(images).all()
+
+
+def test_the_presets_section_runs_each_preset_as_shipped_on_a_tiny_model(gpu_check, tmp_path):
+    """`--presets`: sol_rl, naive_scaling and eager naive_scaling through the Trainer, with the preset's own
+    settings but the CPU-sized ones the tiny run must change; the issue's ratios with their targets."""
+    import json
+
+    out = tmp_path / "g.json"
+    gpu_check.main(["--tiny", "--device", "cpu", "--sections", "none", "--presets", "sd35l_pickscore",
+                    "--preset-iterations", "1", "--out", str(out)])
+    report = json.loads(out.read_text())
+    preset = report["presets"]["sd35l_pickscore"]
+    runs = preset["runs"]
+    assert set(runs) == {"sol_rl", "naive_scaling", "naive_scaling_eager"}
+    assert all(r["seconds_rollout"] > 0 and r["estimated_peak_gib"] > 0 for r in runs.values()), runs
+    assert runs["sol_rl"]["explore_engine"] and runs["sol_rl"]["auto_choice"][0] in ("bf16", "fp32")   # auto, as shipped
+    assert runs["naive_scaling_eager"]["model_compile"] == "eager" and runs["naive_scaling"]["model_compile"] == "auto"
+    assert {r["target"] for r in preset["ratios"].values()} == {1.35, 2.2, 1.3}
+    assert "tiny" not in report and report["complete"]   # --sections none: no arch section ran
+
+
+@pytest.mark.parametrize("capability, expected", [((9, 0), "not_run"), ((10, 0), "nvfp4_over_compiled_fp8")])
+def test_the_blackwell_summary_says_what_ran(gpu_check, monkeypatch, capability, expected):
+    from solrl.precision import recipes
+
+    monkeypatch.setattr(recipes, "device_info", lambda device: recipes.DeviceInfo("cuda", "GPU", capability, torchao="0.18.0"))
+    args = gpu_check.parse_args(["--device", "cuda"])
+    arch = {"forward": {"compiled": {"nvfp4": {"forward_ms": 50.0}, "fp8": {"forward_ms": 70.0}}}}
+    summary = gpu_check.blackwell_summary(args, arch)
+    assert expected in summary
+    if expected == "not_run":
+        assert "sm100" in summary["not_run"] and "sm90" in summary["not_run"]
+    else:
+        assert summary["nvfp4_over_compiled_fp8"] == 1.4 and summary["met"] and summary["nvfp4_kernel"] == "torchao_nvfp4"

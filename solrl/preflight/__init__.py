@@ -14,8 +14,10 @@ from ..data import TOY_SPLITS
 from ..models.compile import resolve_scope
 from ..precision.engine import layer_rule, plan_layers
 from ..precision.recipes import RECIPES, DeviceInfo, choose_auto, get_recipe, select_kernel
-from .memory import RunShape, estimate_memory
+from .memory import MemoryEstimate, RunShape, estimate_memory
+from ..models.released import RELEASED
 from .sources import (
+    encoder_parameters,
     family_class,
     meta_transformer,
     model_location,
@@ -34,6 +36,7 @@ PREVIEW = DeviceInfo("cuda", "NVIDIA H100/H200 (preview: no CUDA device here)", 
 class CheckReport:
     sections: list[tuple[str, list[str]]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    memory: MemoryEstimate | None = None
 
     def add(self, title: str, *lines: str) -> None:
         self.sections.append((title, list(lines)))
@@ -167,12 +170,19 @@ def _shape(cfg: Config, arch, transformer, explore_bytes: float) -> RunShape:
     targets = cfg.lora.target_modules or list(family.lora_target_modules)
     lora = sum(cfg.lora.rank * (m.in_features + m.out_features) for name, m in transformer.named_modules()
                if type(m).__name__ == "Linear" and any(name == t or name.endswith("." + t) for t in targets))
-    config, released = arch.config, arch.released
-    if released is not None:
-        side = (cfg.model.resolution or config.get("sample_size", 128) * released.vae_factor) // released.vae_factor
+    config = arch.config
+    # the family's facts (VAE factor, text length) from any of its released checkpoints; the toy has none
+    family_release = arch.released or next((r for r in RELEASED.values() if r.family == cfg.model.name), None)
+    on_disk = encoder_parameters(model_location(cfg.model)[1], getattr(family, "text_components", ()))
+    if family_release is not None:
+        factor = family_release.vae_factor
+        side = (cfg.model.resolution or config.get("sample_size", 128) * factor) // factor
         image_tokens = (side // (2 if getattr(family, "packed", False) else config.get("patch_size", 1))) ** 2
-        text_tokens, encoders = released.text_tokens, sum(released.text_encoders.values()) * 1e9 + released.vae_billions * 1e9
-    else:   # the toy, or an unknown checkpoint: tokens from the transformer's own sample size
+        text_tokens = family_release.text_tokens
+        released = arch.released
+        encoders = on_disk if on_disk is not None else (
+            (sum(released.text_encoders.values()) + released.vae_billions) * 1e9 if released else 0.0)
+    else:   # the toy: tokens from the transformer's own sample size, MiniLM's 16 text tokens
         image_tokens = (config.get("sample_size", 32) // config.get("patch_size", 1)) ** 2
         text_tokens, encoders = 16, 0.0
     bf16 = cfg.train.autocast_bf16 or cfg.model.dtype in ("bfloat16", "bf16", "float16", "fp16")
@@ -207,7 +217,7 @@ def run_check(cfg: Config, described: DeviceInfo | None = None) -> CheckReport:
     _prompts(cfg, report)
     _weights(cfg, report)
     if transformer is not None:
-        estimate = estimate_memory(_shape(cfg, arch, transformer, explore_bytes))
+        estimate = report.memory = estimate_memory(_shape(cfg, arch, transformer, explore_bytes))
         report.add("memory", *estimate.lines(info.memory_gib if info.type == "cuda" else None))
         if info.type == "cuda" and info.memory_gib and estimate.peak_gib > 0.92 * info.memory_gib:
             report.problems.append(f"estimated peak memory {estimate.peak_gib:.0f} GiB exceeds {info.memory_gib:.0f} GiB: "

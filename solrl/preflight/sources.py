@@ -124,3 +124,21 @@ def weights_present(name: str) -> str | None:
     if HUB_ID.match(name) and cached_snapshot(name) is not None:
         return f"Hugging Face cache ({cached_snapshot(name)})"
     return None
+
+
+def encoder_parameters(directory: Path | None, components: tuple[str, ...]) -> int | None:
+    """Parameters of a pipeline's text encoders and VAE on disk, read from the safetensors headers (no tensor
+    is loaded); None when the directory holds none of them."""
+    from safetensors import safe_open
+
+    if directory is None:
+        return None
+    total, found = 0, False
+    for component in (*components, "vae"):
+        for file in sorted((directory / component).glob("*.safetensors")):
+            found = True
+            with safe_open(str(file), framework="pt") as f:
+                for key in f.keys():
+                    shape = f.get_slice(key).get_shape()
+                    total += int(torch.tensor(shape).prod()) if shape else 1
+    return total if found else None

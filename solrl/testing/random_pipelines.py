@@ -11,6 +11,8 @@ from pathlib import Path
 
 import torch
 
+from ..models.released import FLUX1_DEV, QWEN_IMAGE, SANA_1600M, SD35_LARGE, SD35_MEDIUM
+
 SPECIALS = ["<pad>", "<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"]
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 VOCAB = len(SPECIALS) + 256   # the special tokens + one token per byte
@@ -31,17 +33,9 @@ TINY_TRANSFORMERS = {
                    "axes_dims_rope": [8, 4, 4]},
 }
 
-# transformer configs of the released checkpoints (from their config.json), for benchmarks
-REAL_TRANSFORMERS = {
-    "sd35m": ("sd3", {"sample_size": 128, "patch_size": 2, "in_channels": 16, "out_channels": 16, "num_layers": 24,
-                      "attention_head_dim": 64, "num_attention_heads": 24, "caption_projection_dim": 1536,
-                      "joint_attention_dim": 4096, "pooled_projection_dim": 2048, "pos_embed_max_size": 384,
-                      "qk_norm": "rms_norm", "dual_attention_layers": tuple(range(13))}),
-    "sana16b": ("sana", {"patch_size": 1, "in_channels": 32, "out_channels": 32, "num_layers": 20,
-                         "num_attention_heads": 70, "attention_head_dim": 32, "num_cross_attention_heads": 20,
-                         "cross_attention_head_dim": 112, "cross_attention_dim": 2240, "caption_channels": 2304,
-                         "mlp_ratio": 2.5, "sample_size": 32}),
-}
+# transformer configs of the released checkpoints (solrl/models/released.py), for benchmarks
+REAL_TRANSFORMERS = {key: (released.family, dict(released.transformer)) for key, released in (
+    ("sd35m", SD35_MEDIUM), ("sd35l", SD35_LARGE), ("flux1", FLUX1_DEV), ("sana16b", SANA_1600M), ("qwen_image", QWEN_IMAGE))}
 
 
 def byte_tokenizer(model_max_length: int, add_bos_eos: bool = True):
