@@ -88,7 +88,7 @@ def test_the_preflight_plans_the_layers_the_engine_quantizes(tmp_path):
 
 def test_memory_estimate_adds_up_by_hand():
     shape = RunShape(transformer_params=1_000_000_000, weight_bytes=2, lora_params=10_000_000, lora_copies=2,
-                     explore_bytes=0.5e9, encoder_params=2e9, tokens=4096, hidden=2048, blocks=10, micro_batch=2,
+                     explore_bytes=0.5e9, encoder_params=2e9, visiting_params=0.0, tokens=4096, hidden=2048, blocks=10, micro_batch=2,
                      rollout_batch=8, checkpointing=False, activation_bytes=2)
     estimate = estimate_memory(shape)
     per_block = 4096 * 2048 * 2
@@ -99,6 +99,8 @@ def test_memory_estimate_adds_up_by_hand():
     checkpointed = estimate_memory(RunShape(**{**shape.__dict__, "checkpointing": True}))
     assert checkpointed.parts["training activations (micro-batch)"] == pytest.approx((2 * 10 + 44) * per_block * 2 / GIB)
     assert "DOES NOT FIT" in "\n".join(estimate_memory(shape).lines(device_gib=5.0))
+    offloaded = estimate_memory(RunShape(**{**shape.__dict__, "encoder_params": 0.0, "visiting_params": 20e9}))
+    assert offloaded.peak_gib == pytest.approx((static - 4e9 + 40e9) / GIB)   # encoding is the peak then
 
 
 def test_check_exits_2_on_problems_and_0_when_ready(tmp_path, monkeypatch, capsys):

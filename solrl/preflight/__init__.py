@@ -190,7 +190,8 @@ def _shape(cfg: Config, arch, transformer, explore_bytes: float) -> RunShape:
         transformer_params=sum(p.numel() for p in transformer.parameters()),
         weight_bytes=2 if cfg.model.dtype in ("bfloat16", "bf16", "float16", "fp16") else 4,
         lora_params=lora, lora_copies=1 + int(cfg.eval.ema), explore_bytes=explore_bytes,
-        encoder_params=0.0 if cfg.model.offload else encoders, tokens=image_tokens + text_tokens,
+        encoder_params=0.0 if cfg.model.offload else encoders, visiting_params=encoders if cfg.model.offload else 0.0,
+        tokens=image_tokens + text_tokens,
         hidden=hidden_width(transformer), blocks=sum(len(stack) for _, stack in block_lists(transformer)),
         micro_batch=cfg.train.micro_batch, rollout_batch=cfg.sampling.batch_size,
         checkpointing=cfg.model.gradient_checkpointing, activation_bytes=2 if bf16 else 4)

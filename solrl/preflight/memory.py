@@ -2,8 +2,8 @@
 
 Static: the transformer's weights, the LoRA adapters (the trained one in fp32 with its gradient and two
 AdamW moments; the old one; the evaluation EMA), the explore engine's copy, and the text encoders and VAE
-unless offloaded. Activations: whichever is larger of the training micro-batch's and one rollout
-forward's. The activation factors are calibrated, not derived: one H200 measurement (SD3.5-Medium
+unless offloaded. On top, whichever is largest: the training micro-batch's activations, one rollout
+forward's, or offloaded encoders visiting the device. The activation factors are calibrated, not derived: one H200 measurement (SD3.5-Medium
 size, 1024 px, a LoRA training step at micro-batch 4, eager, no gradient checkpointing: 58.6 GiB peak)
 puts a block's saved activations at about 44 values of the activation dtype per token and hidden unit.
 gpu_check records the measured peak of every GPU preset beside this estimate, to correct it.
@@ -27,7 +27,8 @@ class RunShape:
     lora_params: int               # parameters of one adapter
     lora_copies: int               # adapters kept beside the trained one: old (+ the evaluation EMA)
     explore_bytes: float           # the explore engine's copy of the transformer (0: no engine)
-    encoder_params: float          # text encoders + VAE on the device (0 when offloaded)
+    encoder_params: float          # text encoders + VAE kept on the device
+    visiting_params: float         # ... or offloaded: on the device only while they encode or decode
     tokens: int                    # per sample: image tokens + text tokens
     hidden: int                    # the transformer's width
     blocks: int                    # its transformer blocks (joint and single)
@@ -62,8 +63,10 @@ def estimate_memory(shape: RunShape) -> MemoryEstimate:
         "text encoders + VAE": s.encoder_params * s.weight_bytes,
         "training activations (micro-batch)": saved * per_block * s.micro_batch,
         "rollout activations (one forward)": INFER_VALUES_PER_TOKEN * per_block * s.rollout_batch,
+        "offloaded encoders while visiting": s.visiting_params * s.weight_bytes,
     }
     parts = {k: v / GIB for k, v in parts.items()}
-    static = sum(v for k, v in parts.items() if "activations" not in k)
-    peak = static + max(parts["training activations (micro-batch)"], parts["rollout activations (one forward)"])
+    transient = ("training activations (micro-batch)", "rollout activations (one forward)", "offloaded encoders while visiting")
+    static = sum(v for k, v in parts.items() if k not in transient)
+    peak = static + max(parts[k] for k in transient)
     return MemoryEstimate(parts, peak)
