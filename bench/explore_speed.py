@@ -38,7 +38,7 @@ def main() -> None:
     add_configured_adapters(policy, cfg.lora)
     prompts = load_prompts("train")[: args.batch]
     seeds = list(range(len(prompts)))
-    engines = {recipe: ExploreEngine(policy, recipe) for recipe in {r for r, _ in CASES}}
+    engines = {recipe: ExploreEngine(policy, recipe, allow_emulation=True) for recipe in {r for r, _ in CASES}}
     times = {case: [] for case in CASES}
     for rep in range(args.reps + 1):
         for recipe, steps in CASES:

@@ -38,7 +38,8 @@ def _setup(cfg, scope: str):
     policy = load_policy("toy")
     add_configured_adapters(policy, cfg.lora)
     compile_transformer(policy.transformer, scope)
-    engine = ExploreEngine(policy, cfg.rollout.explore_precision, compile=scope, layers=cfg.rollout.explore_layers)
+    engine = ExploreEngine(policy, cfg.rollout.explore_precision, compile=scope, layers=cfg.rollout.explore_layers,
+                           allow_emulation=cfg.rollout.allow_emulation)
     return policy, engine
 
 

@@ -44,7 +44,7 @@ def run_probe(policy, reward, prompts: list[str], seeds_per_prompt: int, cases: 
     rows = []
     for recipe, explore_steps, *layers in cases:
         layers = layers[0] if layers else "reference"
-        explore = ExploreEngine(policy, recipe, layers=layers)
+        explore = ExploreEngine(policy, recipe, layers=layers, allow_emulation=True)   # a numerics study: its rows say which kernel
         t1 = time.perf_counter()
         proxy = generate(policy, flat, seeds, explore_steps, solver, batch_size=batch_size, velocity=explore.velocity)
         explore_seconds = time.perf_counter() - t1
