@@ -77,10 +77,9 @@ class Upstream:
         return path
 
 
-def pin(name: str, upstream_path: str, data: bytes, sha256: bool = True) -> PinnedFile:
+def pin(upstream_path: str, data: bytes, sha256: bool = True) -> PinnedFile:
     d = digest(data)
-    return PinnedFile(name, upstream_path, d.git_blob, d.sha256 if sha256 else None, d.lines if sha256 else None,
-                      d.size if sha256 else None)
+    return PinnedFile(upstream_path, d.git_blob, *((d.sha256, d.lines, d.size) if sha256 else ()))
 
 
 @pytest.fixture()
@@ -95,7 +94,7 @@ def fixture_set(upstream, name="pickscore", fmt="prompts", files=(("train.txt", 
     sources = sources or (upstream.source(),)
     pins = []
     for file_name, data in files:
-        pins.append(pin(file_name, f"dataset/{name}/{file_name}", data))
+        pins.append(pin(f"dataset/{name}/{file_name}", data))
         for source in sources:
             upstream.serve(source, f"dataset/{name}/{file_name}", data)
     return KnownSet(name, f"{name} fixture", "test fixture", fmt, tuple(pins), tuple(sources))
@@ -225,7 +224,7 @@ def test_force_replaces_a_changed_file_only_with_a_verified_download(upstream, t
 def test_a_file_pinned_by_git_blob_alone_records_its_hash_and_count(upstream, tmp_path, monkeypatch):
     source = upstream.source()
     upstream.serve(source, "dataset/ocr/train.txt", OCR)
-    known = KnownSet("ocr", "ocr fixture", "test", "ocr", (pin("train.txt", "dataset/ocr/train.txt", OCR, sha256=False),), (source,))
+    known = KnownSet("ocr", "ocr fixture", "test", "ocr", (pin("dataset/ocr/train.txt", OCR, sha256=False),), (source,))
     monkeypatch.setitem(sets.KNOWN_SETS, "ocr", known)
     assert "(2 prompts; git blob id as pinned)" in fetch_set("ocr", tmp_path, NO_BACKOFF)[0]
     entry = json.loads((tmp_path / "ocr" / "SOURCE.json").read_text())["files"]["train.txt"]
@@ -264,3 +263,19 @@ def test_cli_data_fetch_and_list(upstream, tmp_path, monkeypatch, capsys):
     assert "unknown prompt set 'genevel'; known: pickscore, ocr, geneval, drawbench" in capsys.readouterr().err
     assert main(["data", "fetch", "geneval", "--out", str(out), "--offline"]) == 2
     assert "exists but is not the pinned geneval test_metadata.jsonl" in capsys.readouterr().err
+
+
+def test_the_pins_are_whole_and_point_at_fixed_commits():
+    import re
+
+    for known in sets.KNOWN_SETS.values():
+        for pinned in known.files:
+            assert re.fullmatch("[0-9a-f]{40}", pinned.git_blob)
+            assert pinned.sha256 is None or re.fullmatch("[0-9a-f]{64}", pinned.sha256)
+            assert (pinned.sha256 is None) == (pinned.lines is None) == (pinned.size is None)
+            for url in known.urls(pinned):
+                assert re.fullmatch(rf"https://raw\.githubusercontent\.com/[\w.-]+/[\w.-]+/[0-9a-f]{{40}}/{pinned.upstream}", url)
+    # the counts the papers' repositories state (DiffusionNFT config/nft.py: 1018/2212/2048 test prompts)
+    counts = {(k.name, f.name): f.lines for k in sets.KNOWN_SETS.values() for f in k.files}
+    assert counts[("pickscore", "train.txt")] == 25432 and counts[("pickscore", "test.txt")] == 2048
+    assert (counts[("ocr", "test.txt")], counts[("geneval", "test_metadata.jsonl")], counts[("drawbench", "test.txt")]) == (1018, 2212, 1000)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 log = logging.getLogger("solrl.data")
 
@@ -33,12 +33,15 @@ FLOW_GRPO = Source("yifan123/flow_grpo", "ac4c86e8cae021841f1fde853d340e0db67690
 
 @dataclass(frozen=True)
 class PinnedFile:
-    name: str            # file name under <out>/<set>/, as upstream names it
-    upstream: str        # path inside the source repositories
-    git_blob: str        # git's object id: SHA-1 of b"blob <size>\0" + the bytes
-    sha256: str | None   # None: not measured when pinned (git_blob checks the bytes)
-    lines: int | None    # prompts = non-empty lines; None: not known until fetched
-    size: int | None     # bytes; None: not known until fetched
+    upstream: str               # path inside the source repositories; its file name is kept under <out>/<set>/
+    git_blob: str               # git's object id: SHA-1 of b"blob <size>\0" + the bytes
+    sha256: str | None = None   # None: not measured when pinned (git_blob checks the bytes)
+    lines: int | None = None    # prompts = non-empty lines; None: not known until fetched
+    size: int | None = None     # bytes; None: not known until fetched
+
+    @property
+    def name(self) -> str:
+        return PurePosixPath(self.upstream).name
 
 
 @dataclass(frozen=True)
@@ -63,34 +66,32 @@ KNOWN_SETS = {s.name: s for s in (
              "2,048 held out (Flow-GRPO dataset/pickscore/prpocess.py); the Sol-RL and DiffusionNFT presets train "
              "and evaluate every preference reward on it",
              "prompts",
-             (PinnedFile("train.txt", "dataset/pickscore/train.txt", "a437bd921c03fbc00c4e7ce148ae2d28fcd6e49b",
+             (PinnedFile("dataset/pickscore/train.txt", "a437bd921c03fbc00c4e7ce148ae2d28fcd6e49b",
                          "2f425adcbb9a6d0feee7c6c448e1cb83a1f71deca9434b803907e2578eca837f", 25432, 2906730),
-              PinnedFile("test.txt", "dataset/pickscore/test.txt", "45f05231b969fb5f74c8debd606b22cd3be27f8e",
+              PinnedFile("dataset/pickscore/test.txt", "45f05231b969fb5f74c8debd606b22cd3be27f8e",
                          "d75c025fa451866e70f7e36243f7cdd93095523cb51f5f9651f2ce3236d20262", 2048, 239891)),
              (DIFFUSIONNFT, FLOW_GRPO)),
     KnownSet("ocr", "OCR (text rendering) prompt set",
              "Flow-GRPO's text-rendering prompts: each names the text to draw in its first double quotes, which "
              "is the OCR reward's target",
              "ocr",
-             (PinnedFile("train.txt", "dataset/ocr/train.txt", "3ce0521b77b0a9031191d66ecc36ebaaf27a3922", None, None, None),
-              PinnedFile("test.txt", "dataset/ocr/test.txt", "8deb4f8d8f2e863f45353354243669b3c991a6a2",
+             (PinnedFile("dataset/ocr/train.txt", "3ce0521b77b0a9031191d66ecc36ebaaf27a3922"),
+              PinnedFile("dataset/ocr/test.txt", "8deb4f8d8f2e863f45353354243669b3c991a6a2",
                          "4dd8caf3ab6ade73bd376c7d14c6ca49b6eacfb1bd321e22c40714ae4a98d4dc", 1018, 217565)),
              (DIFFUSIONNFT, FLOW_GRPO)),
     KnownSet("geneval", "GenEval metadata",
              "GenEval (Ghosh et al. 2023) prompts with their object metadata (tag; include / exclude: class, count, "
              "colour, position), one JSON object per line; test: GenEval's 553 prompts, each 4 times",
              "geneval_metadata",
-             (PinnedFile("train_metadata.jsonl", "dataset/geneval/train_metadata.jsonl",
-                         "0b97e8a6802c08fc7537cd00c76ae79c851bddcb", None, None, None),
-              PinnedFile("test_metadata.jsonl", "dataset/geneval/test_metadata.jsonl",
-                         "27cdaf5cc1356fe15aeadbb8df55682ca74228f0",
+             (PinnedFile("dataset/geneval/train_metadata.jsonl", "0b97e8a6802c08fc7537cd00c76ae79c851bddcb"),
+              PinnedFile("dataset/geneval/test_metadata.jsonl", "27cdaf5cc1356fe15aeadbb8df55682ca74228f0",
                          "cec4b24b9fee7bac21c8f787054ecc8dc9ff831674037713a4cd35e0f0a74a28", 2212, 340835)),
              (DIFFUSIONNFT, FLOW_GRPO)),
     KnownSet("drawbench", "DrawBench prompts",
              "DrawBench (Saharia et al. 2022, the Imagen paper): 200 prompts, each 5 times, as DiffusionNFT evaluates "
              "them (an evaluation set: upstream ships no training split)",
              "prompts",
-             (PinnedFile("test.txt", "dataset/drawbench/test.txt", "8d96e7cf7017ce6ce299a6eec96e21467a2ac7aa",
+             (PinnedFile("dataset/drawbench/test.txt", "8d96e7cf7017ce6ce299a6eec96e21467a2ac7aa",
                          "9006b98feabb94b28a2bc0c88de42fd4f31a9ec3c2a19e308a02c5385b7172f0", 1000, 65164),),
              (DIFFUSIONNFT,)),
 )}
