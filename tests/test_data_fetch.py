@@ -159,7 +159,7 @@ def test_a_download_cut_every_time_is_an_error_and_leaves_nothing(upstream, tmp_
     assert "gave up after 3 tries" in message and "nothing was written" in message
     assert f"{tmp_path / 'pickscore' / 'train.txt'} <- {upstream.host}" in message  # where to place it by hand
     assert [r for _, r in upstream.requests] == [None] + [f"bytes={start}-" for start in starts[1:]]
-    assert only_files(tmp_path / "pickscore") == []
+    assert not (tmp_path / "pickscore").exists()  # not even an empty folder
 
 
 def test_a_file_that_is_not_the_pinned_one_is_refused(upstream, tmp_path, monkeypatch):
@@ -168,7 +168,7 @@ def test_a_file_that_is_not_the_pinned_one_is_refused(upstream, tmp_path, monkey
     monkeypatch.setitem(sets.KNOWN_SETS, "pickscore", known)
     with pytest.raises(FetchError, match=f"not the pinned file: sha256 [0-9a-f]{{64}}, expected {known.files[0].sha256}"):
         fetch_set("pickscore", tmp_path, NO_BACKOFF)
-    assert only_files(tmp_path / "pickscore") == []
+    assert not (tmp_path / "pickscore").exists()  # not even an empty folder
 
 
 def test_a_missing_upstream_file_is_an_error_and_the_next_source_is_tried(upstream, tmp_path, monkeypatch):
@@ -197,11 +197,12 @@ def test_without_network_the_user_is_told_which_file_to_place_where(upstream, tm
     dest = tmp_path / "pickscore" / "train.txt"
     assert f"{dest} <- http://127.0.0.1:9/o/r/{'c' * 40}/dataset/pickscore/train.txt (sha256 {known.files[0].sha256}, 3 prompts)" in message
     assert f"solrl data fetch pickscore --out {tmp_path} --offline" in message
-    assert only_files(tmp_path / "pickscore") == []
+    assert not (tmp_path / "pickscore").exists()  # not even an empty folder
     # --offline downloads nothing, lists what to place, checks a file placed by hand and records it;
     # a wrong one is named, and kept
     with pytest.raises(FetchError, match=f"missing \\(--offline: nothing is downloaded\\).*\n  {dest} <- http"):
         fetch_set("pickscore", tmp_path, replace(NO_BACKOFF, offline=True))
+    dest.parent.mkdir()
     dest.write_bytes(PICKSCORE)
     assert "present, verified" in fetch_set("pickscore", tmp_path, replace(NO_BACKOFF, offline=True))[0]
     assert json.loads((dest.parent / "SOURCE.json").read_text())["files"]["train.txt"]["how"] == "present, verified"
@@ -237,7 +238,7 @@ def test_an_ocr_set_whose_prompt_names_no_text_is_refused(upstream, tmp_path, mo
     monkeypatch.setitem(sets.KNOWN_SETS, "ocr", known)
     with pytest.raises(FetchError, match=r"test.txt:3: OCR reward: prompt .* has no text in double quotes"):
         fetch_set("ocr", tmp_path, NO_BACKOFF)
-    assert only_files(tmp_path / "ocr") == []
+    assert not (tmp_path / "ocr").exists()
 
 
 def test_cli_data_fetch_and_list(upstream, tmp_path, monkeypatch, capsys):

@@ -98,7 +98,8 @@ def fetch_file(known: KnownSet, pinned: PinnedFile, out: str | Path, options: Fe
             raise FetchError(f"{dest} exists but is not the pinned {known.name} {pinned.name} ({problem}); move it "
                              f"away, or run `{fetch_command(known.name, out)} --force` to replace it")
     if options.offline:
-        raise FetchError(f"{dest} is missing (--offline: nothing is downloaded). {placement(known, [pinned], out)}")
+        raise FetchError(f"{dest}: --offline downloads nothing. {placement(known, [pinned], out)}")
+    made_folder = not dest.parent.exists()
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(f".{dest.name}.part")  # beside dest, so the final rename is atomic
     failures = []
@@ -110,7 +111,7 @@ def fetch_file(known: KnownSet, pinned: PinnedFile, out: str | Path, options: Fe
                 found = digest(part.read_bytes())
                 problem = mismatch(found, pinned)
                 if problem:
-                    raise _SourceFailed(f"downloaded whole, but it is not the pinned file: {problem}")
+                    raise _SourceFailed(f"downloaded, but it is not the pinned file: {problem}")
                 read_set_file(part.read_bytes(), known.format, url)
             except (_SourceFailed, ValueError) as exc:
                 failures.append(f"{url}: {exc}")
@@ -119,6 +120,8 @@ def fetch_file(known: KnownSet, pinned: PinnedFile, out: str | Path, options: Fe
             return _entry(known, pinned, source, found, "downloaded")
     finally:
         part.unlink(missing_ok=True)
+    if made_folder and not any(dest.parent.iterdir()):
+        dest.parent.rmdir()
     raise FetchError(f"{dest}: no source gave the pinned file, and nothing was written:\n  "
                      + "\n  ".join(failures) + f"\n{placement(known, [pinned], out)}")
 
