@@ -20,7 +20,7 @@ log = logging.getLogger("solrl.data")
 class Source:
     repo: str      # owner/name on GitHub
     commit: str    # the commit the pins were read at: the URL stays valid and the bytes stay fixed
-    licence: str   # the repository's licence (the prompt sets carry no licence of their own)
+    licence: str   # the repository's licence, recorded with each file fetched from it
     host: str = "https://raw.githubusercontent.com"  # serves <repo>/<commit>/<path>
 
     def url(self, path: str) -> str:
