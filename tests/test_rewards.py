@@ -101,3 +101,19 @@ def test_reward_refuses_mismatched_prompts_and_bad_grammar():
         build_reward("geneval")(images, ["two red circles"])
     with pytest.raises(ValueError, match="outside the toy-world grammar"):
         build_reward("geneval")(images, ["a cat", "a dog"])
+
+
+def test_rewards_refuse_prompts_they_cannot_score_before_any_model_loads():
+    from solrl.rewards.ocr import check_ocr_prompts
+    from solrl.toyworld.grammar import PromptGrammarError
+
+    build_reward("geneval").check_prompts(["two red circles", "a blue square above a yellow triangle"])
+    with pytest.raises(PromptGrammarError, match="no reward for GenEval's own prompts"):
+        build_reward("geneval_gold").check_prompts(["two red circles", "a photo of two wine glasses"])
+    check_ocr_prompts(['a shop sign that says "Open"'])
+    with pytest.raises(ValueError, match=r"1 of 2 prompts name no text to render, e.g. 'a quiet harbour'"):
+        check_ocr_prompts(['a shop sign that says "Open"', "a quiet harbour"])
+    mixed = build_reward("multi", weights={"geneval": 1.0, "jpeg_compressibility": 0.1})
+    with pytest.raises(PromptGrammarError):
+        mixed.check_prompts(["a photo of a bowl"])
+    build_reward("jpeg_compressibility").check_prompts(["anything at all"])  # most rewards score any prompt

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from ..config import Config
 from ..data import TOY_SPLITS
+from ..data.sets import fetch_hint
 from ..models.compile import resolve_scope
 from ..precision.engine import layer_rule, plan_layers
 from ..precision.recipes import RECIPES, DeviceInfo, choose_auto, get_recipe, select_kernel
@@ -126,17 +127,8 @@ def _prompts(cfg: Config, report: CheckReport) -> None:
             lines.append(f"{key}: {source} (found)")
         else:
             lines.append(f"{key}: {source} MISSING")
-            report.problems.append(f"{key}: prompt file {source} does not exist{_fetch_hint(source)}")
+            report.problems.append(f"{key}: {fetch_hint(source) or f'prompt file {source} does not exist'}")
     report.add("prompts", *lines)
-
-
-def _fetch_hint(source: str) -> str:
-    """The data command that provides a missing prompt file, where solrl knows one."""
-    try:
-        from ..data import fetch_hint
-    except ImportError:
-        return ""
-    return fetch_hint(source)
 
 
 def _weights(cfg: Config, report: CheckReport) -> None:

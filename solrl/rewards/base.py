@@ -24,6 +24,10 @@ class Reward:
     def score(self, images: torch.Tensor, prompts: list[str]) -> RewardResult:
         raise NotImplementedError
 
+    def check_prompts(self, prompts) -> None:
+        """A ValueError naming a prompt this reward cannot score; the trainer asks before it loads a model.
+        Most rewards score any prompt."""
+
     def __call__(self, images, prompts: list[str]) -> RewardResult:
         from ..images import to_float_nchw
 

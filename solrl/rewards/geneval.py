@@ -10,7 +10,7 @@ import torch
 
 from ..images import to_uint8_nhwc
 from ..toyworld.gold import judge
-from ..toyworld.grammar import parse_prompt
+from ..toyworld.grammar import PromptGrammarError, parse_prompt
 from ..toyworld.reader import reader_correct
 from .base import REWARDS, Reward, RewardResult
 
@@ -20,6 +20,16 @@ def verdicts_of(images, prompts):
     scenes = [parse_prompt(p) for p in prompts]  # refuse prompts outside the grammar up front
     judgements = [judge(img, scene) for img, scene in zip(to_uint8_nhwc(images), scenes)]
     return scenes, [j.reward for j in judgements], judgements
+
+
+def check_toy_prompts(prompts) -> None:
+    """Every prompt is in the toy grammar: these rewards judge rendered toy scenes, nothing else."""
+    for prompt in prompts:
+        try:
+            parse_prompt(prompt)
+        except PromptGrammarError as exc:
+            raise PromptGrammarError(f"{exc}. The geneval rewards are the toy world's verifier and gold check; solrl "
+                                     "has no reward for GenEval's own prompts (that needs GenEval's object detector)") from None
 
 
 def _gold_parts(judgements, images, prompts) -> dict[str, torch.Tensor]:
@@ -34,6 +44,9 @@ class GenevalReward(Reward):
 
     name = "geneval"
 
+    def check_prompts(self, prompts) -> None:
+        check_toy_prompts(prompts)
+
     def score(self, images, prompts):
         _, verdicts, judgements = verdicts_of(images, prompts)
         return RewardResult(torch.tensor([v.score for v in verdicts]),
@@ -46,6 +59,9 @@ class GenevalGoldReward(Reward):
     is the gold check itself. Degenerate images score under half a ground-truth render (tests/test_gold.py)."""
 
     name = "geneval_gold"
+
+    def check_prompts(self, prompts) -> None:
+        check_toy_prompts(prompts)
 
     def score(self, images, prompts):
         _, _, judgements = verdicts_of(images, prompts)

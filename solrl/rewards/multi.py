@@ -22,6 +22,10 @@ class MultiReward(Reward):
         self.weights = dict(weights)
         self.rewards = {name: build_reward(name, **part_options.get(name, {})) for name in self.weights}
 
+    def check_prompts(self, prompts) -> None:
+        for reward in self.rewards.values():
+            reward.check_prompts(prompts)
+
     def score(self, images, prompts):
         total = torch.zeros(images.shape[0])
         parts = {}

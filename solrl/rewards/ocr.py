@@ -12,12 +12,26 @@ from .base import REWARDS, Reward, RewardResult
 _QUOTED = re.compile(r'"([^"]*)"')
 
 
-def ocr_target(prompt: str) -> str:
-    """The text inside the prompt's first pair of double quotes."""
+def _quoted(prompt: str) -> str | None:
     m = _QUOTED.search(prompt)
-    if not m or not m.group(1).strip():
+    return m.group(1) if m and m.group(1).strip() else None
+
+
+def ocr_target(prompt: str) -> str:
+    """The text inside the prompt's first pair of double quotes (the reference's `prompt.split('"')[1]`)."""
+    target = _quoted(prompt)
+    if target is None:
         raise ValueError(f'OCR reward: prompt {prompt!r} has no text in double quotes, e.g. a sign that says "hello"')
-    return m.group(1)
+    return target
+
+
+def check_ocr_prompts(prompts) -> None:
+    """Every prompt names its target text, or a ValueError names the first that does not and how many."""
+    missing = [p for p in prompts if _quoted(p) is None]
+    if missing:
+        raise ValueError(f"{len(missing)} of {len(prompts)} prompts name no text to render, e.g. {missing[0][:80]!r}: "
+                         f'an OCR reward reads its target from the prompt\'s first double quotes (a sign that says "hello"); '
+                         f"use OCR prompts (`solrl data fetch ocr`)")
 
 
 def ocr_score(recognised: str, target: str) -> float:
@@ -49,6 +63,9 @@ class OcrReward(Reward):
             return " ".join(line[1] for line in result or [])
         result, _ = self.engine(bgr, use_det=False, use_cls=False, use_rec=True)
         return " ".join(line[0] for line in result or [])
+
+    def check_prompts(self, prompts) -> None:
+        check_ocr_prompts(prompts)
 
     def score(self, images, prompts):
         targets = [ocr_target(p) for p in prompts]

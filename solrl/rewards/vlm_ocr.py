@@ -16,7 +16,7 @@ from PIL import Image
 from ..images import to_uint8_nhwc
 from .base import REWARDS, Reward, RewardResult
 from .chat_client import chat_completion
-from .ocr import ocr_score, ocr_target
+from .ocr import check_ocr_prompts, ocr_score, ocr_target
 
 INSTRUCTION = ("Transcribe all text visible in this image exactly as written. Reply with the text only, "
                "no quotes or commentary. If there is no text, reply NONE.")
@@ -65,6 +65,9 @@ class VlmOcr(Reward):
         payload = {"model": self.model, "messages": [{"role": "user", "content": content}],
                    "temperature": 0, "max_tokens": self.max_tokens}
         return parse_transcription(chat_completion(self.base_url, payload, self.api_key, **self.request))
+
+    def check_prompts(self, prompts) -> None:
+        check_ocr_prompts(prompts)
 
     def score(self, images, prompts):
         targets = [ocr_target(p) for p in prompts]  # fail before any request on a prompt without quotes

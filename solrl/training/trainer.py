@@ -77,7 +77,10 @@ class Trainer:
         # cheap inputs first: a typo in a prompt file or reward name costs seconds, not a model load
         self.prompts = PromptSet.load(cfg.train.prompts)
         self.eval_prompts = PromptSet.load(cfg.eval.split, cfg.eval.max_prompts)
-        self.reward = guard_reward(build_reward(cfg.reward.name, **reward_kwargs(cfg.reward)), cfg.reward)
+        reward = build_reward(cfg.reward.name, **reward_kwargs(cfg.reward))
+        for prompts in (self.prompts, self.eval_prompts):  # a prompt the reward cannot score fails now, not mid-run
+            reward.check_prompts(prompts)
+        self.reward = guard_reward(reward, cfg.reward)
         # sharded rollouts must not end early on one rank: faults are collected and acted on afterwards
         self.rollout_reward = DeferredFaults(self.reward) if self.fsdp else self.reward
         self.policy = load_policy(cfg.model.name, cfg.model.path, cfg.model.shift, **policy_options(cfg.model))

@@ -8,36 +8,33 @@ from pathlib import Path
 
 import numpy as np
 
-from .seeding import derived_seed
+from ..seeding import derived_seed
 
 TOY_SPLITS = ("train", "heldout")
 
 
-def load_prompts(source: str) -> list[str]:
-    """Prompts of a toy split (`train`, `heldout`) or of a .txt / .jsonl / .parquet file."""
+def load_prompt_records(source: str) -> tuple[list[str], list[dict]]:
+    """Prompts and their metadata, as the DiffusionNFT reference reads its sets: a jsonl line's whole
+    record is its prompt's metadata (GenEval's tag / include / exclude); txt, parquet and toy splits
+    carry none ({})."""
     if source in TOY_SPLITS:
-        from .toyworld.grammar import split_prompts
+        from ..toyworld.grammar import split_prompts
 
-        return split_prompts(source)
+        prompts = split_prompts(source)
+        return prompts, [{} for _ in prompts]
     path = Path(source)
     if not path.exists():
-        raise FileNotFoundError(f"prompt source {source!r} is neither a toy split ({', '.join(TOY_SPLITS)}) nor an existing file")
+        from .sets import fetch_hint
+
+        raise FileNotFoundError(fetch_hint(path) or f"prompt source {source!r} is neither a toy split "
+                                f"({', '.join(TOY_SPLITS)}) nor an existing file")
     suffix = path.suffix.lower()
     if suffix == ".txt":
-        prompts = [line.strip() for line in path.read_text().splitlines() if line.strip()]
+        prompts = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        records = [{} for _ in prompts]
     elif suffix == ".jsonl":
-        prompts = []
-        for n, line in enumerate(path.read_text().splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{n}: not valid JSON ({exc.msg}); each line must be an object like {{\"prompt\": \"...\"}}") from None
-            if not isinstance(record, dict) or "prompt" not in record:
-                keys = ", ".join(record) if isinstance(record, dict) else type(record).__name__
-                raise ValueError(f"{path}:{n}: record has no 'prompt' field (got {keys}); each line must be an object like {{\"prompt\": \"...\"}}")
-            prompts.append(str(record["prompt"]))
+        records = read_jsonl_records(path)
+        prompts = [str(r["prompt"]) for r in records]
     elif suffix == ".parquet":
         import pyarrow.parquet as pq
 
@@ -45,11 +42,37 @@ def load_prompts(source: str) -> list[str]:
         if "prompt" not in table.column_names:
             raise ValueError(f"{path}: no 'prompt' column (columns: {', '.join(table.column_names)})")
         prompts = [str(p) for p in table.column("prompt").to_pylist()]
+        records = [{} for _ in prompts]
     else:
         raise ValueError(f"{path}: unsupported prompt file type {suffix!r}; use .txt, .jsonl or .parquet")
     if not prompts:
         raise ValueError(f"{path}: the prompt file is empty; put one prompt per line (txt) or one {{\"prompt\": ...}} per line (jsonl)")
-    return prompts
+    from .sets import warn_if_not_pinned
+
+    warn_if_not_pinned(path)
+    return prompts, records
+
+
+def read_jsonl_records(path: Path) -> list[dict]:
+    """One JSON object per non-empty line, each with a `prompt` field; errors name the line."""
+    records = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{n}: not valid JSON ({exc.msg}); each line must be an object like {{\"prompt\": \"...\"}}") from None
+        if not isinstance(record, dict) or "prompt" not in record:
+            keys = ", ".join(record) if isinstance(record, dict) else type(record).__name__
+            raise ValueError(f"{path}:{n}: record has no 'prompt' field (got {keys}); each line must be an object like {{\"prompt\": \"...\"}}")
+        records.append(record)
+    return records
+
+
+def load_prompts(source: str) -> list[str]:
+    """Prompts of a toy split (`train`, `heldout`) or of a .txt / .jsonl / .parquet file."""
+    return load_prompt_records(source)[0]
 
 
 def check_prompt_lengths(policy, prompts: Sequence[str], source: str) -> None:
@@ -84,16 +107,23 @@ def prompts_for_iteration(prompts: Sequence[str], run_seed: int, iteration: int,
 
 
 class PromptSet(Sequence):
-    """The prompts a run trains or evaluates on, with the source they came from (named in errors)."""
+    """The prompts a run trains or evaluates on, with the source they came from (named in errors) and
+    each prompt's metadata (`load_prompt_records`). Rewards are handed prompts only: no reward in solrl
+    reads the metadata yet (GenEval's would; see docs/presets.md)."""
 
-    def __init__(self, prompts: Sequence[str], source: str):
+    def __init__(self, prompts: Sequence[str], source: str, metadata: Sequence[dict] | None = None):
         self.prompts, self.source = tuple(prompts), source
+        self.metadata = tuple(metadata) if metadata is not None else tuple({} for _ in self.prompts)
+        if len(self.metadata) != len(self.prompts):
+            raise ValueError(f"prompt source {source!r}: {len(self.prompts)} prompts but {len(self.metadata)} metadata records")
 
     @classmethod
     def load(cls, source: str, max_prompts: int = 0) -> PromptSet:
-        """`source` as `load_prompts` reads it; `max_prompts` > 0 keeps the first that many."""
-        prompts = load_prompts(source)
-        return cls(prompts[:max_prompts] if max_prompts else prompts, source)
+        """`source` as `load_prompt_records` reads it; `max_prompts` > 0 keeps the first that many."""
+        prompts, metadata = load_prompt_records(source)
+        if max_prompts:
+            prompts, metadata = prompts[:max_prompts], metadata[:max_prompts]
+        return cls(prompts, source, metadata)
 
     def __getitem__(self, index):
         item = self.prompts[index]
