@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .seeding import derived_seed
+from .textfiles import read_utf8
 
 TOY_SPLITS = ("train", "heldout")
 
@@ -24,10 +25,10 @@ def load_prompts(source: str) -> list[str]:
         raise FileNotFoundError(f"prompt source {source!r} is neither a toy split ({', '.join(TOY_SPLITS)}) nor an existing file")
     suffix = path.suffix.lower()
     if suffix == ".txt":
-        prompts = [line.strip() for line in path.read_text().splitlines() if line.strip()]
+        prompts = [line.strip() for line in read_utf8(path, "prompt file").splitlines() if line.strip()]
     elif suffix == ".jsonl":
         prompts = []
-        for n, line in enumerate(path.read_text().splitlines(), start=1):
+        for n, line in enumerate(read_utf8(path, "prompt file").splitlines(), start=1):
             if not line.strip():
                 continue
             try:

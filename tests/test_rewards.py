@@ -101,3 +101,14 @@ def test_reward_refuses_mismatched_prompts_and_bad_grammar():
         build_reward("geneval")(images, ["two red circles"])
     with pytest.raises(ValueError, match="outside the toy-world grammar"):
         build_reward("geneval")(images, ["a cat", "a dog"])
+
+
+def test_an_option_a_reward_does_not_take_is_named_with_the_ones_it_does():
+    from solrl.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"reward 'geneval' takes no options, got 'bogus'"):
+        build_reward("geneval", bogus=1)
+    with pytest.raises(ConfigError, match=r"reward 'vlm_ocr' has no option 'API_KEY'; did you mean 'api_key'\?"):
+        build_reward("vlm_ocr", API_KEY="k")
+    with pytest.raises(ConfigError, match=r"reward 'geneval' takes no options"):  # a part of `multi` is checked too
+        build_reward("multi", weights={"geneval": 1.0}, geneval={"bogus": 1})
