@@ -1,14 +1,13 @@
 """Checkpoint files: the safetensors + JSON format, seals, corruption, full disks, pickles refused and
 converted, and JSONL streams cut back on resume."""
 import errno
-import hashlib
 import json
-import os
 import random
 
 import numpy as np
 import pytest
 import torch
+from conftest import ShellPayload, write_pickled_checkpoint
 from safetensors import safe_open
 
 from solrl.reporting.metrics_log import truncate_after
@@ -217,22 +216,7 @@ def test_a_safetensors_file_of_something_else_is_not_taken_for_a_checkpoint(tmp_
 # ---- pickles (.pt, earlier versions): refused, converted only on request -----------------------
 
 def _pickled(directory, state, name="iter_000007.pt"):
-    """A checkpoint as solrl wrote them before: torch.save, with its seal."""
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / name
-    torch.save(state, path)
-    seal_path(path).write_text(f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {name}\n")
-    return path
-
-
-class _Payload:
-    """What a hostile checkpoint carries: unpickling it runs a shell command."""
-
-    def __init__(self, marker):
-        self.marker = marker
-
-    def __reduce__(self):
-        return os.system, (f"touch {self.marker}",)
+    return write_pickled_checkpoint(directory / name, state)
 
 
 def test_a_pickled_checkpoint_is_refused_with_the_conversion_command(tmp_path):
@@ -265,7 +249,7 @@ def test_conversion_needs_trust_then_resumes_exactly_and_redacts_the_config(tmp_
 
 def test_a_hostile_pickle_runs_nothing_even_when_converted_with_trust(tmp_path):
     marker = tmp_path / "payload_ran"
-    _pickled(tmp_path / "run" / "checkpoints", {"iteration": 7, "x": _Payload(marker)})
+    _pickled(tmp_path / "run" / "checkpoints", {"iteration": 7, "x": ShellPayload(marker)})
     with pytest.raises(PickledCheckpointError, match="holds objects no solrl checkpoint holds.*system"):
         convert_pickled(tmp_path / "run", trust=True)
     with pytest.raises(PickledCheckpointError):

@@ -1,6 +1,5 @@
 """Safe to open: a run directory from someone else runs none of their code under any verb that opens
 it, and a credential given as a reward option reaches the reward but no file of the run."""
-import hashlib
 import json
 import logging
 import sys
@@ -10,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from conftest import ShellPayload, write_pickled_checkpoint
 
 from solrl.cli import main
 from solrl.redaction import REDACTED
@@ -18,18 +18,6 @@ from solrl.training.checkpoint import load_checkpoint
 
 TINY = ["sampling.steps=2", "sampling.batch_size=8", "lora.rank=2", "lora.alpha=4", "train.prompts_per_iter=1",
         "train.group_size=2", "train.eval_every=0", "eval.max_prompts=1", "eval.seeds_per_prompt=1", "eval.steps=1"]
-
-
-class _Payload:
-    """What a hostile checkpoint carries: unpickling it runs a shell command that leaves a marker file."""
-
-    def __init__(self, marker):
-        self.marker = marker
-
-    def __reduce__(self):
-        import os
-
-        return os.system, (f"touch {self.marker}",)
 
 
 def _hostile_run(run, tiny_toy_dir, marker, name):
@@ -42,9 +30,8 @@ def _hostile_run(run, tiny_toy_dir, marker, name):
                                                  "seconds_rollout": 0.5}) + "\n")
     (run / "eval.jsonl").write_text(json.dumps({"step": 0, "iteration": 0, "mean_score": 0.5, "wall_seconds": 1.0}) + "\n")
     (run / "summary.json").write_text(json.dumps({"iterations": 1}) + "\n")
-    path = run / "checkpoints" / name
-    torch.save({"iteration": 1, "config": config, "lora_default": {}, "lora_old": {}, "payload": _Payload(marker)}, path)
-    (run / "checkpoints" / f"{name}.sha256").write_text(f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {name}\n")
+    write_pickled_checkpoint(run / "checkpoints" / name, {"iteration": 1, "config": config, "lora_default": {},
+                                                          "lora_old": {}, "payload": ShellPayload(marker)})
     return run
 
 
@@ -187,3 +174,37 @@ def test_redaction_reaches_nested_options_and_command_lines():
     assert redact_override("reward.options={vlm_ocr: {api_key: k1, model: m}}") == \
         f"reward.options={{vlm_ocr: {{api_key: {REDACTED}, model: m}}}}"
     assert redact_override("train.lr=1e-3") == "train.lr=1e-3" and redact_override("--resume") == "--resume"
+
+
+def test_resuming_across_the_format_change_is_refused_then_exact_after_conversion(tiny_toy_dir, tmp_path, capsys):
+    """A run whose checkpoint is the old pickle (.pt): `--resume auto` refuses it with the conversion command
+    rather than starting over; converted with --trust, it resumes to the weights of an uninterrupted run."""
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump({"reward": {"name": "test_brightness"}}))
+
+    def train(run, iterations):
+        return main(["train", str(config), f"model.path={tiny_toy_dir}", f"out_dir={run}", *TINY, "train.checkpoint_every=1",
+                     "train.keep_checkpoints=5", f"train.iterations={iterations}", "--resume", "auto", "--quiet"])
+
+    assert train(tmp_path / "straight", 2) == 0
+    split = tmp_path / "split"
+    assert train(split, 1) == 0
+    new = split / "checkpoints" / "iter_000001.safetensors"
+    state = load_checkpoint(new)
+    state.pop("_path")
+    write_pickled_checkpoint(new.with_suffix(".pt"), state)  # what solrl wrote before: the same state, pickled
+    new.unlink()
+    new.with_name(new.name + ".sha256").unlink()
+    capsys.readouterr()
+    assert train(split, 2) == 2
+    assert f"solrl convert-checkpoint {split} --trust" in capsys.readouterr().err
+    assert main(["convert-checkpoint", str(split), "--trust"]) == 0
+    assert train(split, 2) == 0
+    a, b = load_checkpoint(tmp_path / "straight"), load_checkpoint(split)
+    assert a["iteration"] == b["iteration"] == 2
+    for key in ("lora_default", "lora_old"):
+        for name, value in a[key].items():
+            assert torch.equal(value, b[key][name]), (key, name)
+    for index, moments in a["optimizer"]["state"].items():
+        for name, value in moments.items():
+            assert torch.equal(value, b["optimizer"]["state"][index][name]), (index, name)
