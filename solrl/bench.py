@@ -53,6 +53,16 @@ def aggregate_seeds(histories: list[list[dict]]) -> list[dict]:
     return rows
 
 
+def refuse_pickled_runs(out: Path, skip_existing: bool) -> None:
+    """--skip-existing reuses the finished runs (summary.json) in `out`: before anything trains, none may hold
+    pickled checkpoints (a run directory from elsewhere is checked like any other that solrl opens)."""
+    from .training.checkpoint import refuse_pickled
+
+    if skip_existing and out.is_dir():
+        for run_dir in sorted(p for p in out.iterdir() if (p / "summary.json").exists()):
+            refuse_pickled(run_dir)
+
+
 def run_convergence(minutes: float, out_dir: str, families: list[str], overrides: list[str] = (), skip_existing: bool = False,
                     seeds: int = 1) -> dict:
     """Each family's preset under the budget, once per seed (`seed=0..seeds-1`); with several seeds the
@@ -61,6 +71,7 @@ def run_convergence(minutes: float, out_dir: str, families: list[str], overrides
     from .training.trainer import Trainer
 
     out = Path(out_dir)
+    refuse_pickled_runs(out, skip_existing)
     results = {}
     for family in families:
         runs = []
@@ -217,6 +228,7 @@ def run_objective_convergence(minutes: float, out_dir: str, algorithms: list[str
     from .training.trainer import Trainer
 
     out = Path(out_dir)
+    refuse_pickled_runs(out, skip_existing)
     results = {}
     for algorithm in algorithms:
         for family in families:

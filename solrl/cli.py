@@ -117,9 +117,9 @@ def cmd_train(args) -> int:
         cfg = load_config(args.config, args.overrides)
         resume = args.resume
         if resume == "auto":
-            from .training.checkpoint import list_checkpoints
+            from .training.checkpoint import holds_checkpoints
 
-            resume = cfg.out_dir if list_checkpoints(Path(cfg.out_dir) / "checkpoints") else None
+            resume = cfg.out_dir if holds_checkpoints(Path(cfg.out_dir) / "checkpoints") else None
         summary = Trainer(cfg, resume=resume, quiet=args.quiet).train()
     finally:
         world.shutdown()
@@ -231,7 +231,9 @@ def cmd_bench(args) -> int:
     unknown = [f for f in families if f not in FAMILY_PRESETS]
     if unknown:
         raise ValueError(f"unknown family {unknown[0]!r}; choose from {', '.join(FAMILY_PRESETS)}")
-    command = ("solrl bench convergence " + " ".join(sys.argv[3:] if len(sys.argv) > 3 else [])).strip()
+    from .redaction import redact_override
+
+    command = ("solrl bench convergence " + " ".join(map(redact_override, sys.argv[3:]))).strip()
     if args.algorithms:  # objectives x families: one run per pair, one table
         from . import bench
 
@@ -260,6 +262,16 @@ def cmd_report(args) -> int:
         from .reporting.screenshot import screenshot
 
         print(f"wrote {screenshot(page, args.screenshot)}")
+    return 0
+
+
+def cmd_convert_checkpoint(args) -> int:
+    from .training.checkpoint import convert_pickled
+
+    written = convert_pickled(args.old, trust=args.trust)
+    print("\n".join(f"wrote {p} (sealed)" for p in written))
+    print(f"converted {len(written)} pickled checkpoint(s); the .pt files were left as they were: delete them once "
+          "you have resumed or exported from the .safetensors ones")
     return 0
 
 
@@ -368,6 +380,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="output directory (default RUN/report)")
     p.add_argument("--screenshot", default=None, help="also render the page to this PNG with headless Chromium")
     p.set_defaults(fn=cmd_report)
+
+    p = sub.add_parser("convert-checkpoint", help="one-off: rewrite pickled checkpoints (.pt, earlier solrl) as safetensors ones")
+    p.add_argument("old", help="a .pt checkpoint, or a run / checkpoints directory: every .pt without a .safetensors twin")
+    p.add_argument("--trust", action="store_true", help="required: you trust the source of the pickles (they are read "
+                   "with torch's weights-only unpickler, but a pickle is code)")
+    p.set_defaults(fn=cmd_convert_checkpoint)
 
     p = sub.add_parser("pretrain-toy", help="pretrain the toy base model by rectified flow on rendered scenes")
     p.add_argument("--out", default="runs/pretrain_toy", help="output directory (safetensors + training.json)")

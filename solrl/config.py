@@ -16,6 +16,8 @@ from typing import Literal
 
 import yaml
 
+from .textfiles import read_utf8
+
 log = logging.getLogger("solrl.config")
 
 
@@ -324,7 +326,10 @@ def apply_override(data: dict, override: str) -> None:
     if "=" not in override:
         raise ConfigError(f"override {override!r} must look like key.sub=value, e.g. train.lr=1e-4")
     key, raw = override.split("=", 1)
-    value = yaml.safe_load(raw) if raw.strip() else None
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError as exc:
+        raise ConfigError(yaml_error_message(f"the value of override {override!r}", exc)) from None
     key = key.strip()
     if key.startswith("train.") and key[len("train."):] in RENAMED_TRAIN_KEYS:  # an override wins over the preset's new key
         new = "train." + RENAMED_TRAIN_KEYS[key[len("train."):]]
@@ -339,6 +344,17 @@ def apply_override(data: dict, override: str) -> None:
     node[leaf] = value
 
 
+def yaml_error_message(where: str, exc: yaml.YAMLError) -> str:
+    """`<where>, line L, column C: <what the parser expected>` plus the usual fixes."""
+    mark, opened = getattr(exc, "problem_mark", None), getattr(exc, "context_mark", None)
+    place = f", line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = ": ".join(str(p) for p in (getattr(exc, "context", None), getattr(exc, "problem", None)) if p) or str(exc)
+    if opened is not None and mark is not None and (opened.line, opened.column) != (mark.line, mark.column):
+        problem += f" (begun at line {opened.line + 1}, column {opened.column + 1})"
+    return (f"{where}{place}: YAML syntax error: {problem}; check for an unclosed quote or bracket, a missing ': ' "
+            "after a key, or tabs in the indentation")
+
+
 def load_config(path: str | Path | None = None, overrides: list[str] = (), cls=Config):
     """Defaults <- YAML preset (optional) <- dotted overrides, validated into `cls`; a whole `Config`
     also passes every check across settings (config_checks.py) here, once."""
@@ -347,7 +363,10 @@ def load_config(path: str | Path | None = None, overrides: list[str] = (), cls=C
         path = Path(path)
         if not path.exists():
             raise ConfigError(f"config file {path} does not exist; presets live in configs/")
-        data = yaml.safe_load(path.read_text()) or {}
+        try:
+            data = yaml.safe_load(read_utf8(path, "config file")) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(yaml_error_message(f"config file {path}", exc)) from None
         if not isinstance(data, dict):
             raise ConfigError(f"config file {path}: top level must be a mapping of sections")
     for override in overrides:

@@ -13,7 +13,7 @@ _fsync = checkpoint._fsync
 
 def _slow_fsync(f):
     _fsync(f)
-    if f.name.endswith(".pt.tmp"):
+    if f.name.endswith(checkpoint.SUFFIX + ".tmp"):
         marker.write_text(f.name)
         time.sleep(60)
 

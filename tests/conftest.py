@@ -49,6 +49,27 @@ def make_adapted_policy(model_dir, perturb: bool = True):
     return policy
 
 
+class ShellPayload:
+    """What a hostile checkpoint carries: unpickling it runs `touch MARKER`, so a test sees whether it ran."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+def write_pickled_checkpoint(path, state):
+    """A checkpoint as solrl wrote them before safetensors (torch.save), with its seal: whoever writes a
+    checkpoint can write its seal too."""
+    import hashlib
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(state, path)
+    path.with_name(path.name + ".sha256").write_text(f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.name}\n")
+    return path
+
+
 @pytest.fixture()
 def adapted_policy(tiny_toy_dir):
     return make_adapted_policy(tiny_toy_dir)

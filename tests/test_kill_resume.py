@@ -102,5 +102,10 @@ def test_kill_nine_and_resume_reproduces_an_uninterrupted_run(tiny_toy_dir, tmp_
     for key in ("lora_default", "lora_old"):
         for name, value in a[key].items():
             assert torch.equal(value, b[key][name]), (key, name)
+    for index, moments in a["optimizer"]["state"].items():  # AdamW's moments and step counts too
+        for name, value in moments.items():
+            assert torch.equal(value, b["optimizer"]["state"][index][name]), (index, name)
+    assert torch.equal(a["rng"]["torch"], b["rng"]["torch"])  # seeded by the run (numpy's and Python's are not)
+    print(f"{kills} kills (the first mid-write), {ITERATIONS} iterations: weights, AdamW moments, torch RNG bit-identical")
     assert _steps(run / "train.jsonl") == list(range(1, ITERATIONS + 1))  # nothing logged twice or lost
     assert _steps(run / "eval.jsonl") == _steps(reference / "eval.jsonl") == [0, 4, 8, 12, 16]

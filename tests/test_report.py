@@ -3,6 +3,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 
 from solrl.cli import main
@@ -32,10 +33,26 @@ def test_report_holds_every_section_of_a_sol_rl_run(sol_rl_run, capsys):
         assert f"<h2>{section}</h2>" in page, section
     assert page.count("data:image/png;base64,") == 4 + 4  # four plots, four evaluation grids (iterations 0-3)
     assert "rollout_family" not in page and "sol_rl" in page and "explore_precision: fp8" in page
+    assert "iter_000003.safetensors (safetensors + JSON; its SHA-256 matches its seal)" in page
     for png in json.loads((out / "report.json").read_text())["figures"]:
         assert Image.open(out / png).size[0] > 400
     selection = [json.loads(line) for line in (sol_rl_run / "selection.jsonl").read_text().splitlines()]
     assert [r["step"] for r in selection] == [1, 2, 3] and all(len(r["proxy"]) == len(r["full"]) == 8 for r in selection)
+
+
+def test_report_redacts_an_old_config_and_flags_a_damaged_checkpoint(tmp_path):
+    """A config.yaml written before redaction (or by hand) still shows no credential; a checkpoint that no
+    longer matches its seal is named on the page rather than vouched for."""
+    from solrl.training.checkpoint import save_checkpoint
+
+    (tmp_path / "train.jsonl").write_text(json.dumps({"step": 1, "reward_mean": 0.5, "seconds_iteration": 1.0}) + "\n")
+    (tmp_path / "config.yaml").write_text("reward:\n  name: vlm_ocr\n  options: {api_key: sk-abc123, model: judge}\n")
+    path = save_checkpoint({"iteration": 1, "w": torch.zeros(4)}, tmp_path / "checkpoints", 1)
+    path.write_bytes(path.read_bytes()[:-1] + b"\x01")  # the last byte of the tensor's data
+    assert main(["report", str(tmp_path)]) == 0
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "sk-abc123" not in page and "api_key: &lt;redacted&gt;" in page and "model: judge" in page
+    assert "WARNING: checkpoint" in page and "iter_000001.safetensors is corrupted" in page
 
 
 def test_report_on_a_directory_without_logs_says_what_it_needs(tmp_path, capsys):

@@ -117,3 +117,14 @@ def test_rewards_refuse_prompts_they_cannot_score_before_any_model_loads():
     with pytest.raises(PromptGrammarError):
         mixed.check_prompts(["a photo of a bowl"])
     build_reward("jpeg_compressibility").check_prompts(["anything at all"])  # most rewards score any prompt
+
+
+def test_an_option_a_reward_does_not_take_is_named_with_the_ones_it_does():
+    from solrl.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"reward 'geneval' takes no options, got 'bogus'"):
+        build_reward("geneval", bogus=1)
+    with pytest.raises(ConfigError, match=r"reward 'vlm_ocr' has no option 'API_KEY'; did you mean 'api_key'\?"):
+        build_reward("vlm_ocr", API_KEY="k")
+    with pytest.raises(ConfigError, match=r"reward 'geneval' takes no options"):  # a part of `multi` is checked too
+        build_reward("multi", weights={"geneval": 1.0}, geneval={"bogus": 1})

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..seeding import derived_seed
+from ..textfiles import read_utf8
 
 TOY_SPLITS = ("train", "heldout")
 
@@ -30,7 +31,7 @@ def load_prompt_records(source: str) -> tuple[list[str], list[dict]]:
                                 f"({', '.join(TOY_SPLITS)}) nor an existing file")
     suffix = path.suffix.lower()
     if suffix == ".txt":
-        prompts = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        prompts = [line.strip() for line in read_utf8(path, "prompt file").splitlines() if line.strip()]
         records = [{} for _ in prompts]
     elif suffix == ".jsonl":
         records = read_jsonl_records(path)
@@ -56,7 +57,7 @@ def load_prompt_records(source: str) -> tuple[list[str], list[dict]]:
 def read_jsonl_records(path: Path) -> list[dict]:
     """One JSON object per non-empty line, each with a `prompt` field; errors name the line."""
     records = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(read_utf8(path, "prompt file").splitlines(), start=1):
         if not line.strip():
             continue
         try:

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 from pathlib import Path
 
+log = logging.getLogger("solrl.metrics")
 STREAMS = ("train", "eval", "selection")  # the JSONL files a training run writes
 
 
@@ -29,9 +31,7 @@ class MetricsLogger:
                 self.tb = None
         self.wandb = None
         if wandb_project:
-            import wandb
-
-            self.wandb = wandb.init(project=wandb_project, config=config, dir=str(self.run_dir))
+            self.wandb = _wandb_init(wandb_project, config, self.run_dir)
 
     def log(self, stream: str, step: int, record: dict) -> None:
         """Append `record` to <stream>.jsonl; numeric fields also go to TensorBoard as stream/key."""
@@ -57,6 +57,23 @@ class MetricsLogger:
             self.tb.close()
         if self.wandb is not None:
             self.wandb.finish()
+
+
+def _wandb_init(project: str, config: dict | None, run_dir: Path):
+    """W&B gets the config redacted (solrl/redaction.py); its system metadata, which records the command
+    line, is turned off when that line carries a credential."""
+    import sys
+
+    import wandb
+
+    from ..redaction import redact, redact_override
+
+    settings = {}
+    if any(redact_override(arg) != arg for arg in sys.argv):
+        settings["x_disable_meta"] = True
+        log.warning("W&B: system metadata is off for this run because the command line carries a credential; "
+                    "pass it through the environment instead (docs/reliability.md)")
+    return wandb.init(project=project, config=redact(config or {}), dir=str(run_dir), settings=settings or None)
 
 
 def read_jsonl(path: Path) -> list[dict]:

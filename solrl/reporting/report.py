@@ -1,7 +1,9 @@
 """`solrl report RUN_DIR`: one self-contained HTML page (images inlined) plus the PNGs it shows.
 
 Reads only what a run directory already holds (train/eval/selection JSONL, config.yaml,
-summary.json, eval grids), so it works on a finished run, a running one, or a copied one.
+summary.json, eval grids, the newest checkpoint's seal), so it works on a finished run, a running
+one, or a copied one. A run holding pickled checkpoints is refused (solrl/training/checkpoint.py),
+and the configuration is shown with credential-like values redacted (solrl/redaction.py).
 """
 from __future__ import annotations
 
@@ -157,8 +159,23 @@ def _pick_grids(run_dir: Path, evals: list[dict], most: int = 4) -> list[tuple[P
     return picked
 
 
+def _checkpoint_row(run_dir: Path) -> list[tuple[str, str]]:
+    """The newest sealed checkpoint and whether its bytes still match the seal."""
+    from ..training.checkpoint import CheckpointError, list_checkpoints, verify_checkpoint
+
+    found = list_checkpoints(run_dir / "checkpoints")
+    if not found:
+        return []
+    try:
+        verify_checkpoint(found[-1])
+        state = "its SHA-256 matches its seal"
+    except CheckpointError as exc:
+        state = f"WARNING: {exc}"
+    return [("newest checkpoint", f"{found[-1].name} (safetensors + JSON; {state})")]
+
+
 def _summary_rows(run_dir: Path, train: list[dict], evals: list[dict], config: dict) -> list[tuple[str, str]]:
-    rows = [("run directory", str(run_dir.resolve()))]
+    rows = [("run directory", str(run_dir.resolve())), *_checkpoint_row(run_dir)]
     if config:
         rows += [("model", f"{config.get('model', {}).get('name')} ({config.get('model', {}).get('path') or 'shipped toy base'})"),
                  ("reward", str(config.get("reward", {}).get("name"))),
@@ -203,7 +220,11 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Path
     """Render RUN_DIR's report; returns the path of index.html."""
     import yaml
 
+    from ..redaction import redact
+    from ..training.checkpoint import refuse_pickled
+
     run_dir = Path(run_dir)
+    refuse_pickled(run_dir)
     train, evals = read_jsonl(run_dir / "train.jsonl"), read_jsonl(run_dir / "eval.jsonl")
     if not train and not evals:
         raise FileNotFoundError(f"{run_dir} holds no train.jsonl or eval.jsonl; point `solrl report` at a training run's out_dir")
@@ -211,6 +232,9 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Path
     config_file = run_dir / "config.yaml"
     config_text = config_file.read_text() if config_file.exists() else ""
     config = yaml.safe_load(config_text) if config_text else {}
+    if isinstance(config, dict) and redact(config) != config:  # a config.yaml written before redaction, or by hand
+        config = redact(config)
+        config_text = yaml.safe_dump(config, sort_keys=False)
     out = Path(out_dir) if out_dir else run_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
 

@@ -1,6 +1,7 @@
 """Reward interface: images (float [0, 1] NCHW) + prompts in, one float per image out."""
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 
 import torch
@@ -42,4 +43,27 @@ class Reward:
 
 
 def build_reward(name: str, **kwargs) -> Reward:
-    return REWARDS.get_or_raise(name)(**kwargs)
+    factory = REWARDS.get_or_raise(name)
+    check_reward_options(name, factory, kwargs)
+    return factory(**kwargs)
+
+
+def check_reward_options(name: str, factory, options: dict) -> None:
+    """Refuse an option the reward does not take, naming the ones it does (a TypeError would say less)."""
+    from ..config import ConfigError, _suggest
+
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: the reward checks its own options
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return
+    accepted = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = [k for k in options if k not in accepted]
+    if not unknown:
+        return
+    if not accepted:
+        raise ConfigError(f"reward {name!r} takes no options, got {', '.join(map(repr, unknown))}; remove them from "
+                          "reward.options")
+    raise ConfigError(f"reward {name!r} has no option {unknown[0]!r}{_suggest(str(unknown[0]).lower(), accepted)} "
+                      "(set as reward.options.KEY=VALUE)")

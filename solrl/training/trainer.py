@@ -36,6 +36,7 @@ from ..models.lora import (
 )
 from ..parallel.distributed import World, merge_metric_sums
 from ..parallel.sharding import full, full_state, shard_model, shard_optimizer_state
+from ..redaction import redact
 from ..reporting.metrics_log import MetricsLogger, SilentLogger
 from ..rewards import build_reward
 from ..rewards.guard import DeferredFaults, RewardFault, guard_reward, reward_kwargs
@@ -83,6 +84,7 @@ class Trainer:
         self.reward = guard_reward(reward, cfg.reward)
         # sharded rollouts must not end early on one rank: faults are collected and acted on afterwards
         self.rollout_reward = DeferredFaults(self.reward) if self.fsdp else self.reward
+        checkpoint = load_checkpoint(resume) if resume else None  # a missing or refused checkpoint, before the model
         self.policy = load_policy(cfg.model.name, cfg.model.path, cfg.model.shift, **policy_options(cfg.model))
         self.prompts.check_fits(self.policy)
         self.eval_prompts.check_fits(self.policy)
@@ -97,7 +99,6 @@ class Trainer:
             self.engine = ExploreEngine(self.policy, cfg.rollout.explore_precision, compile=cfg.rollout.compile,
                                         layers=cfg.rollout.explore_layers, allow_emulation=cfg.rollout.allow_emulation)
             log.log(logging.INFO if self.engine.kernel.real else logging.WARNING, "explore engine: %s", self.engine.report.summary())
-        checkpoint = load_checkpoint(resume) if resume else None
         if checkpoint is not None:  # the adapters go in whole, before any sharding
             load_adapter_state(self.model, TRAINED, checkpoint["lora_default"])
             load_adapter_state(self.model, OLD, checkpoint["lora_old"])  # VeRL-Omni loses `old` here; we keep it
@@ -118,8 +119,8 @@ class Trainer:
         self.compile_seconds = warm_up_compiled(self.policy, self.engine, self.prompts[0], cfg.sampling.batch_size,
                                                 cfg.train.micro_batch, policy_compiled)
         if self.world.main:  # rank 0 alone writes the run directory
-            (self.run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
-            self.logger = MetricsLogger(self.run_dir, wandb_project=cfg.wandb_project, config=to_dict(cfg),
+            (self.run_dir / "config.yaml").write_text(yaml.safe_dump(self.shareable_config(), sort_keys=False))
+            self.logger = MetricsLogger(self.run_dir, wandb_project=cfg.wandb_project, config=self.shareable_config(),
                                         resume_step=self.state.iteration if resume else None)
         else:
             self.logger = SilentLogger()
@@ -128,6 +129,10 @@ class Trainer:
     def context(self) -> UpdateContext:
         """All an objective sees of the run (training/objectives/base.py)."""
         return UpdateContext(self.policy, self.engine, self.rollout_reward, self.cfg.train, self.cfg.sampling.batch_size, self.cfg.seed)
+
+    def shareable_config(self) -> dict:
+        """The config as every file of the run holds it: credential-like values redacted (solrl/redaction.py)."""
+        return redact(to_dict(self.cfg))
 
     # ---- checkpoints -------------------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -142,7 +147,7 @@ class Trainer:
             "optimizer": full_state(self.optimizer.state_dict()),
             "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()},
             "eval_history": self.eval_history,
-            "config": to_dict(self.cfg),
+            "config": self.shareable_config(),
         }
 
     def _restore(self, ckpt: dict) -> None:
@@ -162,7 +167,7 @@ class Trainer:
         self._session_start = time.time()
         if self.engine is not None:
             self.engine.sync(self.policy)
-        changed = [k for k in ("seed", "model", "lora", "reward") if ckpt["config"].get(k) != to_dict(self.cfg).get(k)]
+        changed = [k for k in ("seed", "model", "lora", "reward") if ckpt["config"].get(k) != self.shareable_config().get(k)]
         if changed:
             log.warning("resuming %s with a different %s than it was trained with", ckpt["_path"], ", ".join(changed))
         log.info("resumed from %s at iteration %d", ckpt["_path"], self.state.iteration)
