@@ -1,17 +1,20 @@
-"""The gold check against an adversarial set: ground-truth renders pass, degenerate images never do.
+"""The gold check against an adversarial set: ground-truth renders and benign changes of them pass,
+degenerate images never do.
 
-Degenerate kinds, each drawn for every held-out prompt: one giant object of the asked colour and
-shape, a canvas filled with the asked colour, a staircase block of it (the shape collapsed runs
-paint), palette noise, stripes, a blank canvas, and the asked objects at a quarter of the world's
-size. The training reward (verifier.py) pays some of these well (a giant object about 0.5); the gold
-check must give none of them a pass, while >= 95% of ground-truth renders pass."""
+Degenerate kinds, each drawn for every held-out prompt it applies to: one giant object of the asked colour
+and shape, a canvas filled with the asked colour, a staircase block of it (the shape collapsed runs
+paint), palette noise, stripes, a blank canvas, the asked objects at a quarter of the world's size; and
+(issue 33) two objects side by side across the asked axis, a background tinted grey or pink or noisy,
+objects with a quarter of their pixels punched out, one object too many. `geneval` (verifier.py) pays
+some of these well (a giant object about 0.5); the gold check must give none of them a pass, while >= 95%
+of ground-truth renders pass. This set is held out from the referee (referee.py): it tests it too."""
 import numpy as np
 import pytest
 
 from solrl.data import load_prompts
 from solrl.toyworld.gold import gold_check, world_likeness
 from solrl.toyworld.grammar import BACKGROUND, COLORS, parse_prompt
-from solrl.toyworld.render import IMAGE_SIZE, blank_canvas, render_scene, shape_mask
+from solrl.toyworld.render import IMAGE_SIZE, Placed, blank_canvas, layout_scene, render_layout, render_scene, shape_mask
 from solrl.toyworld.verifier import verify
 
 PROMPTS = load_prompts("heldout")
@@ -65,7 +68,100 @@ def tiny_objects(scene, rng):
     return image
 
 
-KINDS = [giant, filled, staircase, noise, stripes, blank, tiny_objects]
+def side_by_side(scene, rng):
+    """Relation scenes: the two objects side by side across the asked axis, the first shifted 3 px to the
+    asked side: a person reads them as "beside". Count scenes: None (not this kind)."""
+    if scene.second is None:
+        return None
+    horizontal = scene.relation in ("left of", "right of")
+    sign = 1 if scene.relation in ("left of", "above") else -1   # the first object has the smaller coordinate
+    size = 12
+    along = (16 - size / 2) - sign * 1.5, (16 - size / 2) + sign * 1.5
+    across = 3, 17
+    placed = []
+    for spec, a, c in zip((scene.first, scene.second), along, across):
+        top, left = (c, a) if horizontal else (a, c)
+        placed.append(Placed(spec, top, left, size))
+    return render_layout(placed)
+
+
+def _background(image):
+    return (image == 255).all(-1)
+
+
+def tinted_grey(scene, rng):
+    image = render_scene(scene, rng)
+    image[_background(image)] = (225, 225, 225)
+    return image
+
+
+def tinted_pink(scene, rng):
+    image = render_scene(scene, rng)
+    image[_background(image)] = (255, 215, 225)
+    return image
+
+
+def noisy_background(scene, rng):
+    image = render_scene(scene, rng).astype(float)
+    background = _background(image)
+    image[background] += rng.normal(0, 20, (background.sum(), 3))
+    return np.clip(image, 0, 255).astype(np.uint8)
+
+
+def punched_out(scene, rng):
+    """The asked objects with a quarter of their pixels punched out (white)."""
+    image = render_scene(scene, rng)
+    objects = ~_background(image)
+    image[objects & (rng.random(objects.shape) < 0.25)] = BACKGROUND
+    return image
+
+
+def one_too_many(scene, rng):
+    """The asked scene and one more object of the first asked kind."""
+    for _ in range(200):
+        placed = layout_scene(scene, rng)
+        size = int(rng.integers(8, 11))
+        extra = Placed(scene.first, int(rng.integers(1, IMAGE_SIZE - size)), int(rng.integers(1, IMAGE_SIZE - size)), size)
+        image = render_layout(placed)
+        if not (~_background(render_layout([extra])) & ~_background(image)).any():   # no overlap: a separate object
+            return render_layout([*placed, extra])
+    raise RuntimeError("no room for an extra object")
+
+
+# the held-out adversarial set: the scoring rules are tested on it, and the referee never sees it
+KINDS = [giant, filled, staircase, noise, stripes, blank, tiny_objects, side_by_side, tinted_grey, tinted_pink,
+         noisy_background, punched_out, one_too_many]
+
+
+# the means measured on 2026-12-03 (seed 4, 89 held-out prompts; side_by_side on the 80 relation prompts)
+MEASURED_GOLD_SCORE = {"giant": 0.0, "filled": 0.0, "staircase": 0.0, "noise": 0.0, "stripes": 0.0, "blank": 0.0,
+                       "tiny_objects": 0.0, "side_by_side": 0.0, "tinted_grey": 0.0, "tinted_pink": 0.0,
+                       "noisy_background": 0.0, "punched_out": 0.149, "one_too_many": 0.275}
+
+
+def antialiased(layout, rng):
+    return render_layout(layout, supersample=4)
+
+
+def shifted(layout, rng):
+    """The whole render one pixel to the right."""
+    image, out = render_layout(layout), blank_canvas()
+    out[:, 1:] = image[:, :-1]
+    return out
+
+
+def colour_jitter(layout, rng):
+    """Every pixel's channels moved by up to 3 units."""
+    return np.clip(render_layout(layout).astype(int) + rng.integers(-3, 4, (IMAGE_SIZE, IMAGE_SIZE, 3)), 0, 255).astype(np.uint8)
+
+
+BENIGN = [antialiased, shifted, colour_jitter]
+
+
+def kind_images(kind, prompts, rng):
+    """(prompts, images) of a kind over the prompts it applies to."""
+    pairs = [(p, kind(parse_prompt(p), rng)) for p in prompts]
+    return [p for p, image in pairs if image is not None], [image for _, image in pairs if image is not None]
 
 
 def test_ground_truth_renders_pass():
@@ -76,12 +172,30 @@ def test_ground_truth_renders_pass():
     assert all(world_likeness(render_scene(parse_prompt(p), rng)) for p in PROMPTS[:30])
 
 
+@pytest.mark.parametrize("change", BENIGN, ids=lambda k: k.__name__)
+def test_benign_changes_of_renders_keep_their_reward_and_pass(change):
+    """Issue 33: anti-aliased edges, a one-pixel shift and colour jitter of a few units keep >= 0.85 of a
+    render's reward on average and pass the gold check (measured: 1.000 passed, mean score 0.998-0.999)."""
+    from solrl.toyworld.gold import gold_score
+
+    rng = np.random.default_rng(5)
+    scenes = [parse_prompt(p) for p in PROMPTS]
+    layouts = [layout_scene(s, rng) for s in scenes]
+    truth = [gold_score(render_layout(layout), s)[0] for layout, s in zip(layouts, scenes)]
+    images = [change(layout, rng) for layout in layouts]
+    kept = [gold_score(image, s)[0] for image, s in zip(images, scenes)]
+    assert np.mean(kept) >= 0.85 * np.mean(truth)
+    assert np.mean([gold_check(image, s).correct for image, s in zip(images, scenes)]) >= 0.95
+
+
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.__name__)
 def test_no_degenerate_image_passes(kind):
     rng = np.random.default_rng(2)
-    passed = [p for p in PROMPTS if gold_check(kind(parse_prompt(p), rng), parse_prompt(p)).correct]
-    assert not passed, passed[:3]
-    assert not any(world_likeness(kind(parse_prompt(p), rng)) for p in PROMPTS[:20])
+    prompts, images = kind_images(kind, PROMPTS, rng)
+    passed = [p for p, image in zip(prompts, images) if gold_check(image, parse_prompt(p)).correct]
+    assert prompts and not passed, passed[:3]
+    if kind not in (side_by_side, one_too_many):   # well-formed objects on a clean canvas: the world's look, wrong scene
+        assert not any(world_likeness(image) for image in images[:20])
 
 
 def test_the_training_reward_is_gamed_where_the_gold_check_is_not():
@@ -102,8 +216,11 @@ def test_the_gold_score_pays_degenerate_images_under_half_of_ground_truth():
     truth = np.mean([gold_score(render_scene(parse_prompt(p), rng), parse_prompt(p))[0] for p in PROMPTS])
     assert truth >= 0.95
     for kind in KINDS:
-        mean = np.mean([gold_score(kind(parse_prompt(p), rng), parse_prompt(p))[0] for p in PROMPTS])
+        prompts, images = kind_images(kind, PROMPTS, rng)
+        mean = np.mean([gold_score(image, parse_prompt(p))[0] for p, image in zip(prompts, images)])
         assert mean < truth / 2, (kind.__name__, mean)
+        # the bar is the issue's; this one is ours: near the measured means, so a regression shows
+        assert mean <= MEASURED_GOLD_SCORE[kind.__name__] + 0.05, (kind.__name__, mean)
 
 
 @pytest.mark.parametrize("run", ["naive_quant_nvfp4_18it", "naive_quant_fp32_6step_18it"])
@@ -136,6 +253,7 @@ def test_the_toy_presets_train_on_a_reward_that_meets_the_adversarial_bar(preset
     truth = reward(np.stack([render_scene(s, rng) for s in scenes]), PROMPTS)
     assert truth.scores.mean() >= 0.95
     for kind in KINDS:
-        result = reward(np.stack([kind(s, rng) for s in scenes]), PROMPTS)
+        prompts, images = kind_images(kind, PROMPTS, rng)
+        result = reward(np.stack(images), prompts)
         assert result.scores.mean() < truth.scores.mean() / 2, (kind.__name__, float(result.scores.mean()))
         assert result.parts["strict"].sum() == 0, kind.__name__

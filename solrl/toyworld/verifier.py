@@ -54,7 +54,8 @@ class DetectedObject:
 
 
 @functools.lru_cache(maxsize=4096)  # 3 shapes x box sizes: 3,072 masks cover every box of a 32x32 image
-def _ideal_in_box(shape: str, h: int, w: int) -> np.ndarray:
+def ideal_in_box(shape: str, h: int, w: int) -> np.ndarray:
+    """The ideal `shape` filling an h x w box (shared, read-only)."""
     mask = shape_mask(shape, h, w, 0, 0, h, w)
     mask.flags.writeable = False  # shared between calls
     return mask
@@ -85,7 +86,7 @@ def describe(color: str, mask: np.ndarray) -> DetectedObject:
     box = mask[top:top + h, left:left + w]  # both masks lie inside the box: IoU over it is exact
     ious = {}
     for shape in SHAPES:
-        ideal = _ideal_in_box(shape, int(h), int(w))
+        ideal = ideal_in_box(shape, int(h), int(w))
         ious[shape] = float((ideal & box).sum() / max(1, (ideal | box).sum()))
     return DetectedObject(color, int(mask.sum()), (float(rows.mean()), float(cols.mean())), ious, (int(h), int(w)))
 
