@@ -2,10 +2,10 @@
 
     .venv/bin/python bench/adversarial_rewards.py [--seed 5]
 
-The kinds (giant object, filled canvas, staircase, noise, stripes, blank, quarter-size objects) are the
-ones tests/test_gold.py draws, one image per held-out prompt; the last column is the scene reader
-(solrl/toyworld/reader.py), which never saw them. Issue 17's bar for a training reward: every
-kind's mean score under half the ground truth's, and no degenerate image strict-correct.
+The kinds are the ones tests/test_gold.py draws, one image per held-out prompt each applies to; the last
+column is the referee (solrl/toyworld/referee.py), which was never shown the held-out ones. Issue 17's
+bar for a training reward: every kind's mean score under half the ground truth's, and no degenerate image
+strict-correct; issue 33's for the referee: none of them referee-correct for more than 5% of images.
 """
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from test_gold import KINDS, PROMPTS  # noqa: E402
+from test_gold import KINDS, PROMPTS, kind_images  # noqa: E402
 
 from solrl.images import to_float_nchw  # noqa: E402
 from solrl.toyworld.gold import gold_check, gold_score  # noqa: E402
 from solrl.toyworld.grammar import parse_prompt  # noqa: E402
-from solrl.toyworld.reader import reader_correct  # noqa: E402
+from solrl.toyworld.referee import referee_correct  # noqa: E402
 from solrl.toyworld.render import render_scene  # noqa: E402
 from solrl.toyworld.verifier import verify  # noqa: E402
 
@@ -37,13 +37,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=5)
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
-    print("| image | `geneval` score | `geneval` strict share | `geneval_gold` score | gold check passes | scene reader reads the prompt |")
-    print("|---|---|---|---|---|---|")
+    print("| image | images | `geneval` score | `geneval` strict share | `geneval_gold` score | gold check passes | referee-correct |")
+    print("|---|---|---|---|---|---|---|")
     for name, draw in [("ground-truth render", render_scene), *((k.__name__, k) for k in KINDS)]:
-        images = [draw(parse_prompt(p), rng) for p in PROMPTS]
-        rows = np.array([judge(image, parse_prompt(p)) for image, p in zip(images, PROMPTS)], dtype=float)
-        read = reader_correct(to_float_nchw(np.stack(images)), PROMPTS).mean()
-        print(f"| {name} | {rows[:, 0].mean():.3f} | {rows[:, 1].mean():.3f} | {rows[:, 2].mean():.3f} | {rows[:, 3].mean():.3f} | {read:.3f} |")
+        prompts, images = kind_images(draw, PROMPTS, rng)
+        rows = np.array([judge(image, parse_prompt(p)) for image, p in zip(images, prompts)], dtype=float)
+        read = referee_correct(to_float_nchw(np.stack(images)), prompts).mean()
+        print(f"| {name} | {len(images)} | {rows[:, 0].mean():.3f} | {rows[:, 1].mean():.3f} | {rows[:, 2].mean():.3f} | "
+              f"{rows[:, 3].mean():.3f} | {read:.3f} |")
 
 
 if __name__ == "__main__":

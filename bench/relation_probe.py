@@ -12,7 +12,7 @@ import sys
 import torch
 
 from solrl.rewards.base import REWARDS, Reward, RewardResult
-from solrl.rewards.geneval import _gold_parts, verdicts_of
+from solrl.rewards.geneval import gold_check_part, judge_parts, verdicts_of
 
 
 @REWARDS.register("relation_probe")
@@ -23,7 +23,7 @@ class RelationProbeReward(Reward):
         scenes, verdicts, judgements = verdicts_of(images, prompts)
         scores = [v.parts["relation"] if scene.second is not None else v.score for v, scene in zip(verdicts, scenes)]
         return RewardResult(torch.tensor(scores), {"strict": torch.tensor([float(v.strict) for v in verdicts]),
-                                                   **_gold_parts(judgements)})
+                                                   "gold": gold_check_part(judgements), **judge_parts(judgements, images, prompts)})
 
 
 if __name__ == "__main__":

@@ -89,10 +89,11 @@ def run_convergence(minutes: float, out_dir: str, families: list[str], overrides
 
 
 # The held-out metrics the table compares: the training reward's score, its strict 0/1 form, the gold check
-# (toyworld/gold.py) and the scene reader (toyworld/reader.py), never trained on, so a gamed reward shows
-# beside its own gain. Key in the eval logs -> (short name in the rows, column header).
+# (toyworld/gold.py; its own column only beside `geneval`: under geneval_gold it is the strict form) and the
+# referee (toyworld/referee.py), which nothing trains on, so a gamed reward shows beside its own gain.
+# Key in the eval logs -> (short name in the rows, column header).
 TABLE_METRICS = {"mean_score": ("heldout", "held-out score"), "strict_accuracy": ("strict", "strict accuracy"),
-                 "gold_accuracy": ("gold", "gold accuracy"), "reader_accuracy": ("reader", "reader accuracy")}
+                 "gold_accuracy": ("gold", "gold accuracy"), "referee_accuracy": ("referee", "referee accuracy")}
 
 
 def final_metrics(seed_evals: list[list[dict]]) -> dict:
@@ -111,11 +112,12 @@ def final_metrics(seed_evals: list[list[dict]]) -> dict:
     return row
 
 
-def gold_below_base(seed_evals: list[list[dict]]) -> list[dict]:
-    """Every evaluation, of any seed, whose gold accuracy fell under that seed's base: where RL may game the reward."""
-    return [{"seed": seed, "iteration": e["iteration"], "gold": e["gold_accuracy"]}
+def referee_below_base(seed_evals: list[list[dict]]) -> list[dict]:
+    """Every evaluation, of any seed, whose referee accuracy fell under that seed's base: where RL may game the
+    reward (the referee shares no rule with it and nothing trains on it)."""
+    return [{"seed": seed, "iteration": e["iteration"], "referee": e["referee_accuracy"]}
             for seed, ev in enumerate(seed_evals) for e in ev[1:]
-            if "gold_accuracy" in e and e["gold_accuracy"] < ev[0]["gold_accuracy"]]
+            if "referee_accuracy" in e and e["referee_accuracy"] < ev[0]["referee_accuracy"]]
 
 
 def rollout_seconds(train: list[dict]) -> float:
@@ -134,7 +136,7 @@ def convergence_table(results: dict) -> list[dict]:
         reach = time_to_reach(r["eval"], target) if target is not None else None
         rows.append({"family": family, "seeds": len(seed_evals), "iterations": r["eval"][-1]["iteration"],
                      "iterations_by_seed": [ev[-1]["iteration"] for ev in seed_evals], **final_metrics(seed_evals),
-                     "gold_below_base": gold_below_base(seed_evals),
+                     "referee_below_base": referee_below_base(seed_evals),
                      "min_world_likeness": min((e["world_likeness"] for ev in seed_evals for e in ev if "world_likeness" in e),
                                                default=None),
                      "proxy_full_spearman": float(np.median(spearman)) if spearman else None,
@@ -170,13 +172,13 @@ def write_convergence_report(results: dict, out_dir: str, command: str) -> Path:
         f"Command: `{command}`", "", "![convergence](convergence.png)", "",
         "| family | iterations | s/iter | rollout s/iter | rollout speed-up vs naive_scaling | "
         + " | ".join(header for _, header in TABLE_METRICS.values())
-        + " | gold under the base | lowest world-likeness | proxy Spearman | s to diffusionnft's final |",
+        + " | referee under the base | lowest world-likeness | proxy Spearman | s to diffusionnft's final |",
         "|---" * (9 + len(TABLE_METRICS)) + "|",
         "| base (iteration 0) | | | | | " + " | ".join(fmt(rows[0].get(f"base_{name}"), 3) for name, _ in TABLE_METRICS.values())
         + " | | | | |",
     ]
     for r in rows:
-        below = ", ".join(f"seed {b['seed']} it. {b['iteration']} ({b['gold']:.3f})" for b in r["gold_below_base"]) or "never"
+        below = ", ".join(f"seed {b['seed']} it. {b['iteration']} ({b['referee']:.3f})" for b in r["referee_below_base"]) or "never"
         lines.append(f"| {r['family']} | {', '.join(map(str, r['iterations_by_seed']))} | {r['seconds_per_iteration']:.1f} | "
                      f"{r['rollout_seconds_per_iteration']:.1f} | {fmt(r['rollout_speedup_vs_naive_scaling'])} | "
                      + " | ".join(metric_cell(r, name, dnft) for name, _ in TABLE_METRICS.values())

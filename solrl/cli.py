@@ -39,7 +39,8 @@ def cmd_sample(args) -> int:
 
 
 def _prompts_policy_reward(args):
-    """The prompt set, policy and reward named by --prompts/--max-prompts, --model*, --reward."""
+    """The prompt set, policy and reward named by --prompts/--max-prompts, --model*, --reward; the policy's
+    weights ("live" / "ema") go into args.weights_used for a run, None otherwise."""
     from .data import load_prompts
     from .models import load_policy
     from .rewards import build_reward
@@ -47,13 +48,19 @@ def _prompts_policy_reward(args):
     prompts = load_prompts(args.prompts)
     if args.max_prompts:
         prompts = prompts[: args.max_prompts]
+    args.weights_used = None
     if getattr(args, "run", None):  # a training run's trained LoRA on the base it was trained from
-        from .models import load_trained_policy
+        from .models import evaluated_weights, load_trained_policy
         from .training.checkpoint import load_checkpoint
 
-        policy = load_trained_policy(load_checkpoint(args.run))[0]
+        ckpt = load_checkpoint(args.run)
+        args.reward = args.reward or ckpt["config"]["reward"]["name"]   # score as the run scored itself
+        # by default the weights the trainer evaluated: its EMA of the LoRA under eval.ema, else the LoRA itself
+        args.weights_used = evaluated_weights(ckpt) if getattr(args, "weights", "auto") == "auto" else args.weights
+        policy = load_trained_policy(ckpt, args.weights_used)[0]
     else:
         policy = load_policy(args.model, args.model_path, args.shift)
+    args.reward = args.reward or "geneval_gold"   # the toy presets' reward
     return prompts, policy, build_reward(args.reward)
 
 
@@ -64,7 +71,7 @@ def cmd_eval(args) -> int:
     summary = evaluate(policy, reward, prompts, args.seeds_per_prompt, args.steps, args.solver, args.guidance,
                        args.batch_size, out_dir=args.out, tag=args.tag)
     summary.update({"model": args.model, "model_path": args.model_path or "shipped toy base", "reward": args.reward,
-                    "prompts": args.prompts, **({"run": str(args.run)} if args.run else {})})
+                    "prompts": args.prompts, **({"run": str(args.run), "weights": args.weights_used} if args.run else {})})
     print(json.dumps(summary, indent=2))
     if args.out:
         (Path(args.out) / f"{args.tag}.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -92,11 +99,11 @@ def cmd_pretrain_toy_autoencoder(args) -> int:
     return 0
 
 
-def cmd_pretrain_toy_reader(args) -> int:
-    from .toyworld.pretrain_reader import ReaderConfig, pretrain_reader
+def cmd_pretrain_toy_referee(args) -> int:
+    from .toyworld.pretrain_referee import RefereeConfig, pretrain_referee
 
-    out = pretrain_reader(ReaderConfig(out=args.out, steps=args.steps, seed=args.seed), args.autoencoder)
-    print(f"wrote the scene reader to {out}; the toy rewards use the one in solrl/assets/toy_reader, so copy "
+    out = pretrain_referee(RefereeConfig(out=args.out, steps=args.steps, seed=args.seed), args.autoencoder)
+    print(f"wrote the referee to {out}; the toy rewards report the one in solrl/assets/toy_referee, so copy "
           f"{out}/* there to ship it")
     return 0
 
@@ -291,13 +298,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eval", help="score a model on a prompt set with fixed seeds; JSON summary + PNG grid")
     p.add_argument("--prompts", default="heldout", help="toy split (train | heldout) or a .txt/.jsonl/.parquet file")
-    p.add_argument("--reward", default="geneval", help="reward name (see solrl.rewards.REWARDS)")
+    p.add_argument("--reward", default=None, help="reward name (see solrl.rewards.REWARDS); default: the run's own with "
+                                                  "--run, else geneval_gold (the toy presets')")
     p.add_argument("--seeds-per-prompt", type=int, default=2, help="fixed seeds per prompt (default 2)")
     p.add_argument("--max-prompts", type=int, default=0, help="use only the first N prompts (0 = all)")
     p.add_argument("--out", default="runs/eval", help="directory for <tag>.json and <tag>_grid.png")
     p.add_argument("--tag", default="eval", help="file-name stem of the outputs")
     p.add_argument("--run", default=None, help="a training run's directory or checkpoint file: evaluate its trained LoRA "
                    "(the newest checkpoint), on the base model it was trained from; --model and --model-path are ignored")
+    p.add_argument("--weights", default="auto", choices=["auto", "live", "ema"],
+                   help="with --run: the trained LoRA (live) or its evaluation EMA; auto (default) = what the trainer "
+                        "evaluated (the EMA under eval.ema)")
     _common_model_args(p)
     _sampling_args(p)
     p.set_defaults(fn=cmd_eval)
@@ -352,7 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="which linears the engine quantizes: the Sol-RL reference's choice per family, or every one (both: compare)")
     p.add_argument("--full-steps", type=int, default=10, help="full-precision steps (default 10)")
     p.add_argument("--select-k", type=int, default=0, help="K for the top/bottom selection match (default N/2, even: the top and bottom N/4)")
-    p.add_argument("--reward", default="geneval")
+    p.add_argument("--reward", default="geneval_gold", help="reward that scores both stages (default: the toy presets')")
     p.add_argument("--solver", default="euler", choices=["euler", "dpm2"])
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--out", default=None, help="write the rows as JSON here")
@@ -424,14 +435,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(fn=cmd_pretrain_toy_autoencoder)
 
-    p = sub.add_parser("pretrain-toy-reader", help="train the scene reader (solrl/toyworld/reader.py), the toy world's "
-                       "second gold check, on renders and off-world images")
-    p.add_argument("--out", default="runs/toy_reader")
-    p.add_argument("--steps", type=int, default=2000)
+    p = sub.add_parser("pretrain-toy-referee", help="train the referee (solrl/toyworld/referee.py), the toy world's judge "
+                       "that nothing trains on, on drawn scenes whose truth is known")
+    p.add_argument("--out", default="runs/toy_referee")
+    p.add_argument("--steps", type=int, default=8000, help="the shipped referee's (27 minutes on 2 cores)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--autoencoder", default="solrl/assets/toy_base/autoencoder",
-                   help="whose reconstructions the reader also learns from (the shipped base's)")
-    p.set_defaults(fn=cmd_pretrain_toy_reader)
+                   help="whose reconstructions the referee also learns from (the shipped base's)")
+    p.set_defaults(fn=cmd_pretrain_toy_referee)
     return parser
 
 

@@ -1,10 +1,11 @@
 """`solrl bench convergence` in its quick mode: it runs all four families and writes its report."""
 import json
 
+import numpy as np
 import pytest
 from scipy import stats
 
-from solrl.bench import (aggregate_seeds, convergence_table, final_metrics, gold_below_base, mean_interval, metric_cell,
+from solrl.bench import (aggregate_seeds, convergence_table, final_metrics, mean_interval, metric_cell, referee_below_base,
                          run_convergence, separation, time_to_reach, write_convergence_report)
 
 
@@ -56,10 +57,11 @@ def test_several_seeds_give_means_with_intervals(tiny_toy_dir, tmp_path):
 
 
 def _evals(*rows):
-    return [{"iteration": i * 10, "mean_score": m, "strict_accuracy": s, "gold_accuracy": g} for i, (m, s, g) in enumerate(rows)]
+    return [{"iteration": i * 10, "mean_score": m, "strict_accuracy": s, "gold_accuracy": g, "referee_accuracy": g}
+            for i, (m, s, g) in enumerate(rows)]
 
 
-def test_final_metrics_gains_and_gold_under_the_base_by_hand():
+def test_final_metrics_gains_and_referee_under_the_base_by_hand():
     seed0 = _evals((0.8, 0.5, 0.6), (0.9, 0.7, 0.55), (0.95, 0.9, 0.8))
     seed1 = _evals((0.8, 0.5, 0.6), (0.85, 0.6, 0.7), (0.90, 0.7, 0.6))
     row = final_metrics([seed0, seed1])
@@ -68,7 +70,7 @@ def test_final_metrics_gains_and_gold_under_the_base_by_hand():
     assert row["strict_gain_by_seed"] == pytest.approx([0.4, 0.2]) and row["base_gold"] == 0.6
     assert row["heldout_gain_by_seed"] == pytest.approx([0.15, 0.10])
     # seed 0 dips under its base's 0.6 at iteration 10; seed 1 ends at exactly the base: not under it
-    assert gold_below_base([seed0, seed1]) == [{"seed": 0, "iteration": 10, "gold": 0.55}]
+    assert referee_below_base([seed0, seed1]) == [{"seed": 0, "iteration": 10, "referee": 0.55}]
 
 
 def test_metric_cell_names_gains_and_separation():
@@ -82,15 +84,32 @@ def test_metric_cell_names_gains_and_separation():
     assert metric_cell(high, "gold", base) == "-"
 
 
-def test_the_scene_readers_accuracy_gets_its_own_column_with_gains(tmp_path):
-    """Hand-made histories: the reader's final 0.9 and 0.8 (base 0.7) give a column of its own, mean 0.85."""
-    seed_evals = [[{"iteration": 0, "wall_seconds": 0, "mean_score": 0.5, "reader_accuracy": 0.7},
-                   {"iteration": 10, "wall_seconds": 60, "mean_score": 0.6, "reader_accuracy": r}] for r in (0.9, 0.8)]
+def test_the_referees_accuracy_gets_its_own_column_with_gains(tmp_path):
+    """Hand-made histories: the referee's final 0.9 and 0.8 (base 0.7) give a column of its own, mean 0.85."""
+    seed_evals = [[{"iteration": 0, "wall_seconds": 0, "mean_score": 0.5, "referee_accuracy": 0.7},
+                   {"iteration": 10, "wall_seconds": 60, "mean_score": 0.6, "referee_accuracy": r}] for r in (0.9, 0.8)]
     train = [{"seconds_rollout": 1.0, "seconds_iteration": 2.0}]
     results = {"diffusionnft": {"eval": aggregate_seeds(seed_evals), "train": train, "seed_evals": seed_evals}}
-    assert final_metrics(seed_evals)["final_reader"] == pytest.approx(0.85)
-    assert final_metrics(seed_evals)["reader_gain_by_seed"] == pytest.approx([0.2, 0.1])
+    assert final_metrics(seed_evals)["final_referee"] == pytest.approx(0.85)
+    assert final_metrics(seed_evals)["referee_gain_by_seed"] == pytest.approx([0.2, 0.1])
     report = write_convergence_report(results, str(tmp_path), "test").read_text()
     header = next(line for line in report.splitlines() if line.startswith("| family"))
-    assert "| reader accuracy |" in header
+    assert "| referee accuracy |" in header
     assert "0.850 ± " in report and "gains +0.200, +0.100" in report
+
+
+def test_the_relation_probe_reward_scores_renders():
+    """bench/relation_probe.py's reward builds on the toy rewards' parts; it broke silently once (issue 33)."""
+    import importlib.util
+    from pathlib import Path
+
+    from solrl.toyworld.grammar import parse_prompt
+    from solrl.toyworld.render import render_scene
+
+    spec = importlib.util.spec_from_file_location("relation_probe", Path(__file__).parent.parent / "bench" / "relation_probe.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    prompts = ["a red circle above a blue square", "two green triangles"]
+    rng = np.random.default_rng(0)
+    result = module.RelationProbeReward()(np.stack([render_scene(parse_prompt(p), rng) for p in prompts]), prompts)
+    assert result.scores[0] == 1.0 and set(result.parts) == {"strict", "gold", "world_like", "referee"}

@@ -1,5 +1,6 @@
 """`solrl report`: the page a user looks at, checked in a real headless browser."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -72,15 +73,20 @@ def test_report_renders_in_headless_chromium(sol_rl_run, tmp_path):
     assert ink > 0.03 and colours > 100, (ink, colours)
 
 
-def test_the_report_warns_when_the_reward_rises_while_the_gold_metric_falls():
-    from solrl.reporting.report import _gold_row
+def test_the_report_warns_when_the_reward_rises_while_the_referee_falls():
+    from solrl.reporting.report import _referee_row, _summary_rows
 
-    hacked = [{"iteration": 0, "mean_score": 0.35, "gold_accuracy": 0.10, "world_likeness": 0.60},
-              {"iteration": 10, "mean_score": 0.45, "gold_accuracy": 0.02, "world_likeness": 0.20}]
-    assert "WARNING" in _gold_row(hacked) and "0.100 -> 0.020" in _gold_row(hacked)
-    honest = [{"iteration": 0, "mean_score": 0.35, "gold_accuracy": 0.10, "world_likeness": 0.60},
-              {"iteration": 10, "mean_score": 0.45, "gold_accuracy": 0.20, "world_likeness": 0.70}]
-    assert "WARNING" not in _gold_row(honest)
+    hacked = [{"iteration": 0, "mean_score": 0.35, "referee_accuracy": 0.10, "world_likeness": 0.60},
+              {"iteration": 10, "mean_score": 0.45, "referee_accuracy": 0.02, "world_likeness": 0.70}]
+    assert "WARNING" in _referee_row(hacked) and "0.100 -> 0.020" in _referee_row(hacked)
+    honest = [{"iteration": 0, "mean_score": 0.35, "referee_accuracy": 0.10, "world_likeness": 0.60},
+              {"iteration": 10, "mean_score": 0.45, "referee_accuracy": 0.20, "world_likeness": 0.70}]
+    assert "WARNING" not in _referee_row(honest)
+    # the words say what is measured: under geneval_gold the strict accuracy is the gold check, the reward's own form
+    toy = [dict(e, strict_accuracy=0.5) for e in honest]
+    rows = dict(_summary_rows(Path("."), [], toy, {"reward": {"name": "geneval_gold"}}))
+    assert "held-out strict accuracy (the gold check: the training reward's own strict form)" in rows
+    assert not any("never trained on" in k for k in rows) and "held-out referee accuracy (a fixed CNN nothing trains on)" in rows
 
 
 def test_the_reward_plot_draws_the_gold_check_beside_the_reward(tmp_path, monkeypatch):

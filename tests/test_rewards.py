@@ -75,7 +75,7 @@ def test_multi_reward_is_the_weighted_sum_and_reports_parts():
     g = build_reward("geneval")(images, prompts).scores
     j = build_reward("jpeg_compressibility")(images, prompts).scores
     torch.testing.assert_close(result.scores, 2.0 * g + 0.5 * j)
-    assert set(result.parts) == {"geneval", "geneval/strict", "geneval/gold", "geneval/world_like", "geneval/reader",
+    assert set(result.parts) == {"geneval", "geneval/strict", "geneval/gold", "geneval/world_like", "geneval/referee",
                                  "jpeg_compressibility"}
     with pytest.raises(ValueError, match="weights"):
         build_reward("multi", weights={})

@@ -20,11 +20,11 @@ def plot_training_curve(eval_history: list[dict], out: Path, title: str = "") ->
         if all(s is not None for s in strict):
             ax.plot(x, strict, "s--", label="held-out strict accuracy")
         gold = [e.get("gold_accuracy") for e in eval_history]
-        if all(g is not None for g in gold):  # the gold check: never trained on (toyworld/gold.py)
+        if all(g is not None for g in gold):  # the gold check beside `geneval` (under geneval_gold it is `strict`)
             ax.plot(x, gold, "D-", color="black", label="held-out gold accuracy")
-        reader = [e.get("reader_accuracy") for e in eval_history]
-        if all(r is not None for r in reader):  # the scene reader: a fixed CNN, never trained on (toyworld/reader.py)
-            ax.plot(x, reader, "^:", color="tab:purple", label="held-out reader accuracy")
+        referee = [e.get("referee_accuracy") for e in eval_history]
+        if all(r is not None for r in referee):  # the referee: a fixed CNN nothing trains on (toyworld/referee.py)
+            ax.plot(x, referee, "^:", color="tab:purple", label="held-out referee accuracy")
         ax.set_xlabel(label)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("score")
@@ -46,7 +46,7 @@ def _finish(fig, axes, out: Path, title: str) -> Path:
 
 
 METRIC_LABELS = {"mean_score": "held-out mean reward", "strict_accuracy": "held-out strict accuracy",
-                 "gold_accuracy": "held-out gold accuracy", "reader_accuracy": "held-out reader accuracy"}
+                 "gold_accuracy": "held-out gold accuracy", "referee_accuracy": "held-out referee accuracy"}
 
 
 def plot_family_curves(histories: dict[str, list[dict]], out: Path, title: str = "",

@@ -54,12 +54,12 @@ def plot_rewards(train: list[dict], evals: list[dict], path: Path) -> Path:
         xs, ys = _series(train, "reward_mean", x)
         if xs.size:
             ax.plot(xs / scale, ys, color="tab:blue", alpha=0.5, lw=1, label="train (rollout mean)")
-        # Beside the held-out reward, its strict form and the gold check (never trained on), where the reward
-        # has them: a reward that rises while the gold line falls is being gamed.
+        # Beside the held-out reward, its strict form, the gold check (beside `geneval`) and the referee (nothing
+        # trains on it), where the reward has them: a reward that rises while the referee's line falls is gamed.
         for key, style, color, name in (("mean_score", "o-", "tab:red", "held-out"),
                                         ("strict_accuracy", "s--", "tab:orange", "held-out strict accuracy"),
                                         ("gold_accuracy", "D-", "black", "held-out gold accuracy"),
-                                        ("reader_accuracy", "^:", "tab:purple", "held-out reader accuracy")):
+                                        ("referee_accuracy", "^:", "tab:purple", "held-out referee accuracy")):
             xs, ys = _series(evals, key, x if x == "wall_seconds" else "iteration")
             if xs.size:
                 ax.plot(xs / scale, ys, style, color=color, lw=2 if key == "mean_score" else 1.2, ms=4, label=name)
@@ -192,27 +192,33 @@ def _summary_rows(run_dir: Path, train: list[dict], evals: list[dict], config: d
         best = max(evals, key=lambda e: e.get("mean_score", -math.inf))
         rows.append(("held-out reward", f"{evals[0]['mean_score']:.4f} -> {evals[-1]['mean_score']:.4f} "
                                         f"(best {best['mean_score']:.4f} at iteration {best.get('iteration')})"))
+        reward = config.get("reward", {}).get("name")
         if "strict_accuracy" in evals[-1]:
-            rows.append(("held-out strict accuracy", f"{evals[0].get('strict_accuracy', 0):.3f} -> {evals[-1]['strict_accuracy']:.3f}"))
+            what = " (the gold check: the training reward's own strict form)" if reward == "geneval_gold" else ""
+            rows.append((f"held-out strict accuracy{what}", _trend(evals, "strict_accuracy")))
         if "gold_accuracy" in evals[-1]:
-            rows.append(("held-out gold accuracy (never trained on)", _gold_row(evals)))
-        if "reader_accuracy" in evals[-1]:
-            rows.append(("held-out scene-reader accuracy (a fixed CNN, never trained on)",
-                         f"{evals[0].get('reader_accuracy', 0):.3f} -> {evals[-1]['reader_accuracy']:.3f}"))
+            rows.append((f"held-out gold accuracy{' (never trained on)' if reward == 'geneval' else ''}", _trend(evals, "gold_accuracy")))
+        if "referee_accuracy" in evals[-1]:
+            rows.append(("held-out referee accuracy (a fixed CNN nothing trains on)", _referee_row(evals)))
     return rows
 
 
-def _gold_row(evals: list[dict]) -> str:
-    """The gold metric's trend, with a warning when the reward rose while it fell (reward hacking)."""
+def _trend(evals: list[dict], key: str) -> str:
+    return f"{evals[0].get(key, 0):.3f} -> {evals[-1][key]:.3f}"
+
+
+def _referee_row(evals: list[dict]) -> str:
+    """The referee's trend, with a warning when the training reward rose while the referee's accuracy or the
+    samples' world-likeness fell: the reward is being gamed."""
     first, last = evals[0], evals[-1]
-    text = (f"{first.get('gold_accuracy', 0):.3f} -> {last['gold_accuracy']:.3f}; samples that look like the world "
+    text = (f"{_trend(evals, 'referee_accuracy')}; samples that look like the world "
             f"{first.get('world_likeness', 0):.3f} -> {last.get('world_likeness', 0):.3f}")
-    worst = min(evals, key=lambda e: e.get("gold_accuracy", math.inf))
+    worst = min(evals, key=lambda e: e.get("referee_accuracy", math.inf))
     if last["mean_score"] > first["mean_score"] and (
-            last["gold_accuracy"] < first.get("gold_accuracy", 0) or last.get("world_likeness", 1) < first.get("world_likeness", 0)):
-        text += " -- WARNING: the reward rose while the gold metric fell: reward hacking, look at the grids"
-    elif worst["gold_accuracy"] < first.get("gold_accuracy", 0):
-        text += f" (lowest {worst['gold_accuracy']:.3f} at iteration {worst.get('iteration')})"
+            last["referee_accuracy"] < first.get("referee_accuracy", 0) or last.get("world_likeness", 1) < first.get("world_likeness", 0)):
+        text += " -- WARNING: the training reward rose while the referee's accuracy fell: reward hacking, look at the grids"
+    elif worst["referee_accuracy"] < first.get("referee_accuracy", 0):
+        text += f" (lowest {worst['referee_accuracy']:.3f} at iteration {worst.get('iteration')})"
     return text
 
 
@@ -240,8 +246,8 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Path
 
     figures = [("Reward", plot_rewards(train, evals, out / "rewards.png"),
                 "Rollout reward (the batch trained on) and held-out reward (fixed prompts and seeds), by iteration and by "
-                "wall-clock; with the toy verifier also held-out strict accuracy, the gold check and the scene reader, which are "
-                "never trained on.")]
+                "wall-clock; with the toy rewards also held-out strict accuracy (the reward's 0/1 form), the gold check "
+                "beside `geneval`, and the referee, which nothing trains on.")]
     emulated = (" The explore engine ran EMULATED (exact numerics, fp32 matmul, no low-precision kernel): its seconds are "
                 "not what a real kernel takes." if any(r.get("explore_emulated") for r in train) else "")
     if train:

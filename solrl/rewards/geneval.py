@@ -1,17 +1,23 @@
-"""Toy-world GenEval-style reward: the programmatic scene verifier, with the gold check beside it.
+"""The toy world's rewards, each with the judges beside it.
 
-The score (training reward) and `strict` come from verifier.py; `gold` (the hardened check a person
-would agree with) and `world_like` (object sizes and background look like the world's) come from
-gold.py and are reported, never trained on, so that a rising reward over degrading samples shows;
-`reader` is the scene reader's verdict (toyworld/reader.py), a fixed CNN that shares no code with the rules."""
+- `geneval`: SPEC's GenEval-style score from verifier.py (gameable: a giant object earns half a render's
+  score); `strict` is its 0/1 form, `gold` the gold check (toyworld/gold.py), which runs of `geneval`
+  never train on.
+- `geneval_gold` (the toy presets'): the gold check's continuous score; its `strict` *is* the gold check,
+  so it carries no separate `gold` part.
+Both report `world_like` (object sizes, solidity and background look like the world's) and `referee`
+(toyworld/referee.py: a fixed CNN that shares no rule with either reward and that nothing trains on): the
+judge that shows a rising reward over samples a person would call wrong."""
 from __future__ import annotations
+
+import time
 
 import torch
 
 from ..images import to_uint8_nhwc
 from ..toyworld.gold import judge
 from ..toyworld.grammar import PromptGrammarError, parse_prompt
-from ..toyworld.reader import reader_correct
+from ..toyworld.referee import referee_correct
 from .base import REWARDS, Reward, RewardResult
 
 
@@ -32,10 +38,20 @@ def check_toy_prompts(prompts) -> None:
                                      "has no reward for GenEval's own prompts (that needs GenEval's object detector)") from None
 
 
-def _gold_parts(judgements, images, prompts) -> dict[str, torch.Tensor]:
-    return {"gold": torch.tensor([float(j.verdict.correct) for j in judgements]),
-            "world_like": torch.tensor([float(j.world_like) for j in judgements]),
-            "reader": torch.from_numpy(reader_correct(images, prompts)).float()}
+def judge_parts(judgements, images, prompts) -> dict[str, torch.Tensor]:
+    """The parts every toy reward reports beside its score: world-likeness and the referee's verdict."""
+    return {"world_like": torch.tensor([float(j.world_like) for j in judgements]),
+            "referee": torch.from_numpy(referee_correct(images, prompts)).float()}
+
+
+def _timed(parts):
+    """(parts(), the seconds they took): metric-only work, timed apart from the score's."""
+    start = time.perf_counter()
+    return parts(), time.perf_counter() - start
+
+
+def gold_check_part(judgements) -> torch.Tensor:
+    return torch.tensor([float(j.verdict.correct) for j in judgements])
 
 
 @REWARDS.register("geneval")
@@ -49,14 +65,16 @@ class GenevalReward(Reward):
 
     def score(self, images, prompts):
         _, verdicts, judgements = verdicts_of(images, prompts)
+        parts, seconds = _timed(lambda: {"gold": gold_check_part(judgements), **judge_parts(judgements, images, prompts)})
         return RewardResult(torch.tensor([v.score for v in verdicts]),
-                            {"strict": torch.tensor([float(v.strict) for v in verdicts]), **_gold_parts(judgements, images, prompts)})
+                            {"strict": torch.tensor([float(v.strict) for v in verdicts]), **parts}, seconds)
 
 
 @REWARDS.register("geneval_gold")
 class GenevalGoldReward(Reward):
     """The gold check's continuous score (toyworld/gold.py: gold_score) as the training reward; `strict`
-    is the gold check itself. Degenerate images score under half a ground-truth render (tests/test_gold.py)."""
+    is the gold check itself (one number: no separate `gold` part). Degenerate images score under half a
+    ground-truth render (tests/test_gold.py)."""
 
     name = "geneval_gold"
 
@@ -65,5 +83,5 @@ class GenevalGoldReward(Reward):
 
     def score(self, images, prompts):
         _, _, judgements = verdicts_of(images, prompts)
-        parts = _gold_parts(judgements, images, prompts)
-        return RewardResult(torch.tensor([j.score for j in judgements]), {"strict": parts["gold"], **parts})
+        parts, seconds = _timed(lambda: judge_parts(judgements, images, prompts))
+        return RewardResult(torch.tensor([j.score for j in judgements]), {"strict": gold_check_part(judgements), **parts}, seconds)

@@ -38,7 +38,7 @@ def evaluate(policy, reward, prompts: Sequence[str], seeds_per_prompt: int = 2, 
         "seconds_generate": round(gen_seconds, 2),
         "seconds_total": round(time.time() - start, 2),
     }
-    names = {"strict": "strict_accuracy", "gold": "gold_accuracy", "world_like": "world_likeness", "reader": "reader_accuracy"}
+    names = {"strict": "strict_accuracy", "gold": "gold_accuracy", "world_like": "world_likeness", "referee": "referee_accuracy"}
     for name, values in result.parts.items():
         summary[names.get(name, f"mean_{name}")] = float(values.float().mean())
     if out_dir is not None:
