@@ -16,6 +16,7 @@ from typing import Literal
 
 import yaml
 
+from .config_checks import config_errors
 from .textfiles import read_utf8
 
 log = logging.getLogger("solrl.config")
@@ -37,7 +38,6 @@ DecaySchedule = Literal["copy", "linear_to_0_5", "delayed_linear_to_0_999"]
 LRSchedule = Literal["constant", "cosine"]
 ParallelMode = Literal["replicate", "fsdp2"]
 Algorithm = Literal["nft", "flow_grpo", "flow_grpo_fast", "dance_grpo", "awm"]
-POLICY_GRADIENT = ("flow_grpo", "flow_grpo_fast", "dance_grpo")  # the on-policy SDE objectives
 SDEType = Literal["sde", "cps"]
 AWMWeighting = Literal["uniform", "ghuber"]
 RolloutFamily = Literal["diffusionnft", "naive_scaling", "naive_quant", "sol_rl"]
@@ -373,7 +373,14 @@ def load_config(path: str | Path | None = None, overrides: list[str] = (), cls=C
         apply_override(data, override)
     cfg = from_dict(cls, data)
     if cls is Config:
-        from .config_checks import check_config
-
         check_config(cfg)
     return cfg
+
+
+def check_config(cfg: Config) -> None:
+    """Raise ConfigError with the first problem found: a type (check_types) or a range or combination
+    (config_checks.py); each message names its key and the fix."""
+    check_types(cfg)
+    errors = config_errors(cfg)
+    if errors:
+        raise ConfigError(errors[0])

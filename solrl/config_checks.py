@@ -1,13 +1,15 @@
-"""Every check of a whole configuration, in one place; run once, when it is loaded (and by the Trainer
-for a Config built in code). Types and fixed sets of values are checked while the dataclasses are
-built (config.py); what is left are ranges and combinations, each message naming the key and the fix."""
+"""Every check of a whole configuration across its settings, in one place: ranges and combinations, each
+message naming the key and the fix. Types and fixed sets of values are checked while the dataclasses are
+built (config.py), which runs these once when a config is loaded (`check_config`), as the Trainer does for
+a Config built in code. Pure functions of a `solrl.config.Config`; this module imports nothing of config.py."""
 from __future__ import annotations
 
 from .algorithms.timesteps import num_train_slots
-from .config import POLICY_GRADIENT, Config, ConfigError, check_types
+
+POLICY_GRADIENT = ("flow_grpo", "flow_grpo_fast", "dance_grpo")  # the on-policy SDE objectives (train.algorithm)
 
 
-def _range_errors(cfg: Config) -> list[str]:
+def _range_errors(cfg) -> list[str]:
     t, s, r, e = cfg.train, cfg.sampling, cfg.rollout, cfg.eval
     checks = [
         (t.group_size >= 2, f"train.group_size must be >= 2 (advantages compare images of one prompt); got {t.group_size}"),
@@ -39,7 +41,7 @@ def _range_errors(cfg: Config) -> list[str]:
     return [message for ok, message in checks if not ok]
 
 
-def _clean_sample_errors(cfg: Config) -> list[str]:
+def _clean_sample_errors(cfg) -> list[str]:
     """nft and awm: each update needs at least one of the timestep slots a sample trains."""
     t, errors = cfg.train, []
     slots = num_train_slots(cfg.sampling.steps, t.timestep_fraction)
@@ -54,7 +56,7 @@ def _clean_sample_errors(cfg: Config) -> list[str]:
     return errors
 
 
-def _policy_gradient_errors(cfg: Config) -> list[str]:
+def _policy_gradient_errors(cfg) -> list[str]:
     """What the on-policy SDE objectives cannot be combined with."""
     t, algorithm, steps, errors = cfg.train, cfg.train.algorithm, cfg.sampling.steps, []
     if cfg.rollout.family == "naive_quant":
@@ -97,15 +99,7 @@ def _policy_gradient_errors(cfg: Config) -> list[str]:
     return errors
 
 
-def config_errors(cfg: Config) -> list[str]:
+def config_errors(cfg) -> list[str]:
     errors = _range_errors(cfg)
     errors += _policy_gradient_errors(cfg) if cfg.train.algorithm in POLICY_GRADIENT else _clean_sample_errors(cfg)
     return errors
-
-
-def check_config(cfg: Config) -> None:
-    """Raise ConfigError with the first problem found (each message names its key and the fix)."""
-    check_types(cfg)
-    errors = config_errors(cfg)
-    if errors:
-        raise ConfigError(errors[0])

@@ -65,7 +65,7 @@ def test_fixed_value_sets_are_checked_with_a_suggestion():
         load_config(None, ["train.nft.adv_mode=positive"])
     cfg = load_config(None)
     cfg.train.parallel = "fsdp"  # changed in code: the Trainer's check sees it too
-    from solrl.config_checks import check_config
+    from solrl.config import check_config
 
     with pytest.raises(ConfigError, match="train.parallel 'fsdp' is not one of replicate, fsdp2"):
         check_config(cfg)

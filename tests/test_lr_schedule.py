@@ -1,5 +1,4 @@
 import json
-import math
 
 import pytest
 import torch
@@ -41,7 +40,6 @@ def test_a_cosine_run_logs_its_rates_and_resumes_exactly(tiny_toy_dir, tmp_path)
     train = [json.loads(line) for line in (tmp_path / "straight" / "train.jsonl").read_text().splitlines()]
     # lr 1e-2 over 4 steps: 1e-3 + 9e-3 * (1 + cos(pi * s / 3)) / 2, by hand
     assert [r["lr"] for r in train] == pytest.approx([1e-2, 7.75e-3, 3.25e-3, 1e-3], rel=1e-9)
-    assert 1e-3 + 9e-3 * (1 + math.cos(math.pi / 3)) / 2 == pytest.approx(7.75e-3)
     # resuming from the iteration-2 checkpoint sets the rates from the saved step and ends where the straight run did
     middle = next(p for p in list_checkpoints(tmp_path / "straight" / "checkpoints") if load_checkpoint(p)["iteration"] == 2)
     Trainer(_cfg(tiny_toy_dir, tmp_path / "resumed", *cosine), resume=str(middle), quiet=True).train()

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from solrl.config import load_config
-from solrl.config_checks import check_config
+from solrl.config import check_config
 from solrl.models import MODELS
 
 CONFIGS = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.yaml"))

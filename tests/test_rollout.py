@@ -99,3 +99,25 @@ def test_naive_quant_refuses_sde_dynamics():
     spec = RolloutSpec("naive_quant", 2, 4, dynamics=Dynamics("flow", 0.7))
     with pytest.raises(ValueError, match="no full-precision SDE trajectory"):
         run_rollout(None, None, ["one red circle"], [0, 1, 2, 3], spec, engine=object())  # refused before any work
+
+
+class _SlowMetric(Reward):
+    """Brightness, with a metric-only part that takes 0.05 s per call (as a referee would)."""
+    name = "slow_metric"
+
+    def score(self, images, prompts):
+        import time
+
+        start = time.perf_counter()
+        time.sleep(0.05)
+        return RewardResult(images.mean(dim=(1, 2, 3)), {"judge": torch.ones(len(prompts))}, time.perf_counter() - start)
+
+
+def test_metric_only_reward_work_is_timed_apart_from_the_rollout_and_the_reward(policy):
+    """Issue 33: a referee's seconds are not rollout or reward seconds, so the families' rollout figures
+    measure the rollout. Two explore batches (12 seeds, batch 5 -> 3 calls) and one regeneration call."""
+    engine = ExploreEngine(policy, "bf16")
+    seconds = run_rollout(policy, _SlowMetric(), PROMPTS, list(range(12)), _spec("sol_rl"), engine).seconds
+    assert seconds["metrics_explore"] >= 3 * 0.05 and seconds["metrics"] >= 0.05
+    assert seconds["reward_explore"] < 0.05 and seconds["reward"] < 0.05   # brightness alone is fast
+    assert seconds["rollout"] == pytest.approx(seconds["explore"] + seconds["regenerate"])

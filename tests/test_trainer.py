@@ -289,3 +289,21 @@ def test_eval_of_a_run_scores_its_trained_lora_as_the_trainer_did(tiny_toy_dir, 
     base = json.loads((tmp_path / "base" / "eval.json").read_text())
     assert again["mean_score"] == pytest.approx(final["mean_score"], abs=1e-6)
     assert abs(base["mean_score"] - final["mean_score"]) > 1e-4
+
+
+def test_eval_of_a_run_evaluates_what_the_trainer_evaluated(tiny_toy_dir, tmp_path):
+    """With eval.ema the trainer evaluates the EMA of the LoRA: `solrl eval --run` does so too by default and
+    says which weights it used; `--weights live` takes the trained adapter itself (issue 33)."""
+    from solrl.cli import main
+
+    run = tmp_path / "run"
+    Trainer(_cfg(tiny_toy_dir, run, "eval.ema=true", "eval.ema_decay=0.5", "train.iterations=3"), quiet=True).train()
+    final = [json.loads(line) for line in (run / "eval.jsonl").read_text().splitlines()][-1]
+    common = ["--reward", "test_brightness", "--max-prompts", "2", "--seeds-per-prompt", "1", "--steps", "2"]
+    assert main(["eval", "--run", str(run), *common, "--out", str(tmp_path / "auto")]) == 0
+    assert main(["eval", "--run", str(run), *common, "--weights", "live", "--out", str(tmp_path / "live")]) == 0
+    auto = json.loads((tmp_path / "auto" / "eval.json").read_text())
+    live = json.loads((tmp_path / "live" / "eval.json").read_text())
+    assert (auto["weights"], live["weights"], final["weights"]) == ("ema", "live", "ema")
+    assert auto["mean_score"] == pytest.approx(final["mean_score"], abs=1e-6)
+    assert abs(live["mean_score"] - auto["mean_score"]) > 1e-6

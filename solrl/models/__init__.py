@@ -53,16 +53,30 @@ def load_base_policy(ckpt: dict) -> Policy:
     return load_policy(model.name, model.path, model.shift, **policy_options(model))
 
 
-def load_trained_policy(ckpt: dict):
-    """The policy a training checkpoint was made with, its trained LoRA added; returns (policy, LoraConfig)."""
+def evaluated_weights(ckpt: dict) -> str:
+    """Which weights of a checkpoint the trainer evaluated: "ema" when the run evaluated an EMA of the LoRA
+    (eval.ema) and the checkpoint holds it, else "live" (the trained adapter itself)."""
+    from ..config import Config, from_dict
+
+    return "ema" if from_dict(Config, ckpt["config"]).eval.ema and ckpt.get("lora_ema") is not None else "live"
+
+
+def load_trained_policy(ckpt: dict, weights: str = "live"):
+    """The policy a training checkpoint was made with, its trained LoRA added (`weights`: "live", or "ema" for
+    the evaluation EMA of it); returns (policy, LoraConfig)."""
     from ..config import Config, from_dict
     from .lora import TRAINED, add_configured_adapters, load_adapter_state
 
+    if weights not in ("live", "ema"):
+        raise ValueError(f"weights must be live or ema, got {weights!r}")
+    if weights == "ema" and ckpt.get("lora_ema") is None:
+        raise ValueError("this checkpoint holds no EMA of the LoRA (its run had eval.ema off); use the live weights")
     cfg = from_dict(Config, ckpt["config"])
     policy = load_base_policy(ckpt)
     lcfg = add_configured_adapters(policy, cfg.lora)
-    load_adapter_state(policy.transformer, TRAINED, ckpt["lora_default"])
+    load_adapter_state(policy.transformer, TRAINED, ckpt["lora_ema" if weights == "ema" else "lora_default"])
     return policy, lcfg
 
 
-__all__ = ["MODELS", "Policy", "PromptEmbeds", "load_base_policy", "load_policy", "load_trained_policy", "policy_options"]
+__all__ = ["MODELS", "Policy", "PromptEmbeds", "evaluated_weights", "load_base_policy", "load_policy", "load_trained_policy",
+           "policy_options"]

@@ -15,6 +15,9 @@ REWARDS = Registry("reward")
 class RewardResult:
     scores: torch.Tensor                       # [B] float32, the training reward
     parts: dict[str, torch.Tensor] = field(default_factory=dict)  # named sub-scores / metrics, [B] each
+    # seconds spent on parts reported beside the score and not needed for it (a referee, world-likeness): the
+    # rollout driver times them apart, so rollout seconds measure what a run without metrics would spend
+    metric_seconds: float = 0.0
 
 
 class Reward:

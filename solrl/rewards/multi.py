@@ -28,10 +28,11 @@ class MultiReward(Reward):
 
     def score(self, images, prompts):
         total = torch.zeros(images.shape[0])
-        parts = {}
+        parts, metric_seconds = {}, 0.0
         for name, reward in self.rewards.items():
             result = reward(images, prompts)
             total += self.weights[name] * result.scores
             parts[name] = result.scores
             parts.update({f"{name}/{k}": v for k, v in result.parts.items()})
-        return RewardResult(total, parts)
+            metric_seconds += result.metric_seconds
+        return RewardResult(total, parts, metric_seconds)

@@ -98,13 +98,14 @@ class Scored:
     scores: torch.Tensor
     parts: dict[str, torch.Tensor]
     generate_seconds: float
-    reward_seconds: float
+    reward_seconds: float          # the reward's score, metric-only parts excluded
+    metric_seconds: float = 0.0    # the reward's metric-only parts (RewardResult.metric_seconds)
 
     def take(self, idx: torch.Tensor) -> Scored:
         """The selected rows (a trajectory stays whole: rows are found by seed)."""
         samples = self.samples[idx] if self.samples is not None else None
         return Scored(samples, self.trajectory, self.scores[idx], {k: v[idx] for k, v in self.parts.items()},
-                      self.generate_seconds, self.reward_seconds)
+                      self.generate_seconds, self.reward_seconds, self.metric_seconds)
 
 
 def _score(reward, policy, samples, prompts):
@@ -121,7 +122,7 @@ def score_in_batches(policy, reward, prompts, seeds, spec: RolloutSpec, sample_b
     spec.batch_size and score each batch as soon as it exists. Returns (kept list, Scored without samples)."""
     device_type = next(policy.transformer.parameters()).device.type
     kept, scores, parts = [], [], {}
-    gen_s = reward_s = 0.0
+    gen_s = reward_s = metric_s = 0.0
     for start in range(0, len(prompts), spec.batch_size):
         p, s = prompts[start:start + spec.batch_size], seeds[start:start + spec.batch_size]
         t0 = time.perf_counter()
@@ -129,7 +130,8 @@ def score_in_batches(policy, reward, prompts, seeds, spec: RolloutSpec, sample_b
             x, keep = sample_batch(p, s)
         t1 = time.perf_counter()
         result = _score(reward, policy, x, p)
-        reward_s += time.perf_counter() - t1
+        reward_s += time.perf_counter() - t1 - result.metric_seconds
+        metric_s += result.metric_seconds
         gen_s += t1 - t0
         scores.append(result.scores)
         for k, v in result.parts.items():
@@ -138,7 +140,7 @@ def score_in_batches(policy, reward, prompts, seeds, spec: RolloutSpec, sample_b
             kept.append(keep)
     # a part missing from some batch (a deferred reward fault, rewards/guard.py) is left out whole
     parts = {k: torch.cat(v) for k, v in parts.items() if len(v) == len(scores)}
-    return kept, Scored(None, None, torch.cat(scores), parts, gen_s, reward_s)
+    return kept, Scored(None, None, torch.cat(scores), parts, gen_s, reward_s, metric_s)
 
 
 def draw_and_score(policy, reward, prompts, seeds, steps: int, spec: RolloutSpec, dynamics: Dynamics = ODE,
@@ -213,7 +215,7 @@ def run_rollout(policy, reward, group_prompts: list[str], seeds: list[int], spec
     with adapter(policy.transformer, OLD):
         if spec.family in ("diffusionnft", "naive_scaling"):
             full = draw_and_score(policy, reward, prompts, seeds, spec.full_steps, spec, spec.dynamics)
-            seconds["generate_full"], seconds["reward"] = full.generate_seconds, full.reward_seconds
+            seconds["generate_full"], seconds["reward"], seconds["metrics"] = full.generate_seconds, full.reward_seconds, full.metric_seconds
             if spec.family == "naive_scaling":
                 idx = _select(full.scores, groups, spec, generator, seconds)
                 full, prompts, seeds = full.take(idx), _take(prompts, idx), _take(seeds, idx)
@@ -223,18 +225,20 @@ def run_rollout(policy, reward, group_prompts: list[str], seeds: list[int], spec
             explored = draw_and_score(policy, reward, prompts, seeds, spec.full_steps if keep else spec.explore_steps,
                                       spec, velocity=engine.velocity, keep=keep)
             seconds["explore"], seconds["reward_explore"] = explored.generate_seconds, explored.reward_seconds
+            seconds["metrics_explore"] = explored.metric_seconds
             idx = _select(explored.scores, groups, spec, generator, seconds)
             prompts, seeds = _take(prompts, idx), _take(seeds, idx)
             if keep:
                 full = explored.take(idx)
             else:
                 full = draw_and_score(policy, reward, prompts, seeds, spec.full_steps, spec, spec.dynamics)
-                seconds["regenerate"], seconds["reward"] = full.generate_seconds, full.reward_seconds
+                seconds["regenerate"], seconds["reward"], seconds["metrics"] = full.generate_seconds, full.reward_seconds, full.metric_seconds
                 proxy = explored.scores[idx]
                 metrics.update(proxy_full_spearman=_mean_spearman(proxy, full.scores, groups),
                                proxy_reward_mean=float(explored.scores.mean()), proxy_reward_std=float(explored.scores.std()),
                                selected_proxy_std=float(proxy.std()))
-    seconds["rollout"] = sum(v for k, v in seconds.items() if k != "select" and not k.startswith("reward"))
+    # generation only; rewards in reward_total; metric-only work (a referee, world-likeness) apart in metrics*
+    seconds["rollout"] = sum(v for k, v in seconds.items() if k != "select" and not k.startswith(("reward", "metrics")))
     seconds["reward_total"] = sum(v for k, v in seconds.items() if k.startswith("reward") and k != "reward_total")
     traj = full.trajectory
     samples = full.samples if traj is None else traj.latents[traj.rows(seeds), -1]

@@ -18,8 +18,7 @@ import numpy as np
 import torch
 import yaml
 
-from ..config import Config, ConfigError, to_dict
-from ..config_checks import check_config
+from ..config import Config, ConfigError, check_config, to_dict
 from ..data import PromptSet
 from ..models import load_policy, policy_options
 from ..models.compile import compile_transformer, warm_up_compiled

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import typing
 
-from ...config import POLICY_GRADIENT, Algorithm
+from ...config import Algorithm
+from ...config_checks import POLICY_GRADIENT
 from . import awm, nft, policy_gradient  # noqa: F401  (registration)
 from .base import OBJECTIVES, CleanSampleObjective, Objective, UpdateContext
 
