@@ -78,9 +78,10 @@ def test_compiled_training_resumes_exactly_and_stays_near_eager(tiny_toy_dir, tm
 
     probe = Trainer(cfg(tmp_path / "probe", "train.iterations=2"), quiet=True)
     assert probe.compile_seconds > 0
-    probe.run_iteration(0)
-    probe.state.iteration = 1
     frames = counter.frame_count
+    probe.run_iteration(0)  # the warm-up ran each forward as iteration 0 does (mode, grad mode, autocast)
+    assert counter.frame_count == frames, "iteration 0 compiled again: its seconds would hold compilation"
+    probe.state.iteration = 1
     probe.run_iteration(1)  # same shapes, weights changed in place (optimizer step, old-adapter refresh, sync)
     assert counter.frame_count == frames
     straight = Trainer(cfg(tmp_path / "straight", "train.iterations=2"), quiet=True)

@@ -55,10 +55,15 @@ def compile_transformer(model: torch.nn.Module, scope: str) -> bool:
     return bool(blocks)
 
 
-def warm_up_compiled(policy, engine, prompt: str, rollout_batch: int, micro_batch: int, policy_compiled: bool) -> float:
-    """Run each compiled forward once at the shapes an iteration uses (the engine's and the policy's
-    rollout batch; the training micro-batch, with gradients), so that compilation is timed on its own.
-    Touches no global RNG and leaves no gradients. Returns the seconds spent (0 when nothing is compiled)."""
+def warm_up_compiled(policy, engine, prompt: str, rollout_batch: int, micro_batch: int, policy_compiled: bool,
+                     autocast: bool = False) -> float:
+    """Run each compiled forward once as an iteration runs it, so that compilation is timed on its own and
+    the first iteration's seconds are an iteration's: the engine's and the policy's rollout batch in eval
+    mode without gradients, then, in train mode at the micro-batch, the teachers (old adapter, no adapter)
+    without gradients and the trained adapter with a backward pass; all under bf16 autocast when the run
+    uses it (train.autocast_bf16). Mode, grad mode and autocast are guarded by the compiled graphs: a
+    forward warmed up otherwise would compile again inside the first iteration. Touches no global RNG and
+    leaves no gradients. Returns the seconds spent (0 when nothing is compiled)."""
     from .lora import OLD, TRAINED, adapter
 
     engine_compiled = engine is not None and engine.compiled
@@ -68,22 +73,32 @@ def warm_up_compiled(policy, engine, prompt: str, rollout_batch: int, micro_batc
     gen = torch.Generator().manual_seed(0)
     model = policy.transformer
     device = next(model.parameters()).device
+    bf16 = lambda: torch.autocast(device.type, torch.bfloat16, enabled=autocast)  # noqa: E731
 
     def inputs(n):
         x = torch.randn(n, *policy.sample_shape, generator=gen).to(device)
         return x, torch.full((n,), 0.5, device=device), policy.encode_prompts([prompt] * n)
 
     rollout, micro = inputs(rollout_batch), inputs(micro_batch)
+    was_training = model.training
     if engine_compiled:
-        engine.velocity(*rollout)
+        with bf16():
+            engine.velocity(*rollout)
     if policy_compiled:
-        with torch.no_grad(), adapter(model, OLD):
+        model.eval()
+        with torch.no_grad(), bf16(), adapter(model, OLD):
             policy.velocity(*rollout)
-            policy.velocity(*micro)
-        with adapter(model, TRAINED):
-            policy.velocity(*micro).float().square().mean().backward()
+        model.train()
+        with torch.no_grad(), bf16():
+            for teacher in (OLD, None):
+                with adapter(model, teacher):
+                    policy.velocity(*micro)
+        with bf16(), adapter(model, TRAINED):
+            loss = policy.velocity(*micro).float().square().mean()
+        loss.backward()
         for p in model.parameters():
             p.grad = None
+    model.train(was_training)
     seconds = time.perf_counter() - start
     log.info("compiled forwards warmed up in %.1f s (first compilation; later runs read inductor's cache)", seconds)
     return seconds
