@@ -104,6 +104,22 @@ def test_truncate_after_keeps_earlier_steps_and_drops_a_torn_line(tmp_path):
     assert truncate_after(path, 2) == 0
 
 
+def test_a_resume_drops_the_eval_written_after_the_last_checkpoint_at_its_own_iteration(tmp_path):
+    # the final eval at iteration 16 comes after the in-loop checkpoint at 16; a kill between the two
+    # resumes at 16 with a history that ends at 12, and the eval at 16 is written again
+    from solrl.reporting.metrics_log import MetricsLogger, read_jsonl
+
+    logger = MetricsLogger(tmp_path, tensorboard=False)
+    for step in (0, 4, 8, 12, 16):
+        logger.log("eval", step, {"mean_score": step / 16})
+    for step in range(1, 17):
+        logger.log("train", step, {"loss": 0.0})
+    logger.close()
+    MetricsLogger(tmp_path, tensorboard=False, resume_step=16, kept_steps={"eval": 12}).close()
+    assert [r["step"] for r in read_jsonl(tmp_path / "eval.jsonl")] == [0, 4, 8, 12]
+    assert [r["step"] for r in read_jsonl(tmp_path / "train.jsonl")] == list(range(1, 17))
+
+
 # ---- the format: what goes in comes out, exactly, and nothing in it is code -------------------
 
 def _rich_state():

@@ -12,14 +12,17 @@ STREAMS = ("train", "eval", "selection")  # the JSONL files a training run write
 
 class MetricsLogger:
     def __init__(self, run_dir: Path, tensorboard: bool = True, wandb_project: str | None = None, config: dict | None = None,
-                 resume_step: int | None = None):
+                 resume_step: int | None = None, kept_steps: dict[str, int] | None = None):
         """`resume_step`: the iteration a run continues from; records logged after it by a process that
-        died before its next checkpoint are dropped, so each step appears once. None = a fresh run."""
+        died before its next checkpoint are dropped, so each step appears once. None = a fresh run.
+        `kept_steps`: per stream, a tighter last step to keep (the eval a process wrote after its last
+        checkpoint, at that checkpoint's own iteration, is written again on resume)."""
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         for stream in STREAMS:  # only our own files: out_dir may hold a user's prompts.jsonl
             if (self.run_dir / f"{stream}.jsonl").exists():
-                truncate_after(self.run_dir / f"{stream}.jsonl", -1 if resume_step is None else resume_step)
+                last = -1 if resume_step is None else (kept_steps or {}).get(stream, resume_step)
+                truncate_after(self.run_dir / f"{stream}.jsonl", last)
         self.files = {}
         self.tb = None
         if tensorboard:

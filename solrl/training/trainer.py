@@ -116,11 +116,12 @@ class Trainer:
         if checkpoint is not None:
             self._restore(checkpoint)
         self.compile_seconds = warm_up_compiled(self.policy, self.engine, self.prompts[0], cfg.sampling.batch_size,
-                                                cfg.train.micro_batch, policy_compiled)
+                                                cfg.train.micro_batch, policy_compiled, cfg.train.autocast_bf16)
         if self.world.main:  # rank 0 alone writes the run directory
             (self.run_dir / "config.yaml").write_text(yaml.safe_dump(self.shareable_config(), sort_keys=False))
             self.logger = MetricsLogger(self.run_dir, wandb_project=cfg.wandb_project, config=self.shareable_config(),
-                                        resume_step=self.state.iteration if resume else None)
+                                        resume_step=self.state.iteration if resume else None,
+                                        kept_steps={"eval": self.eval_history[-1]["iteration"] if self.eval_history else -1})
         else:
             self.logger = SilentLogger()
 
