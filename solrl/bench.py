@@ -8,11 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import yaml
 
 from .config import load_config
 from .precision.recipes import cpu_label
 from .reporting.curves import plot_family_curves
 from .reporting.metrics_log import read_jsonl
+from .reporting.time_to_target import explore_cost_ratio, first_reaching, seed_times, speedup_interval, target_metric, time_verdict
 
 FAMILY_PRESETS = {
     "diffusionnft": "configs/toy_diffusionnft.yaml",
@@ -23,8 +25,9 @@ FAMILY_PRESETS = {
 
 
 def time_to_reach(history: list[dict], target: float) -> float | None:
-    """Wall-clock seconds of the first evaluation at or above `target` (None if never)."""
-    return next((e["wall_seconds"] for e in history if e["mean_score"] >= target), None)
+    """Wall-clock seconds of the first evaluation whose held-out score is at or above `target` (None if never)."""
+    hit = first_reaching(history, target)
+    return hit["wall_seconds"] if hit is not None else None
 
 
 def mean_interval(values, confidence: float = 0.95) -> tuple[float, float]:
@@ -81,10 +84,11 @@ def run_convergence(minutes: float, out_dir: str, families: list[str], overrides
                 cfg = load_config(FAMILY_PRESETS[family], [f"out_dir={run_dir}", f"train.time_budget_minutes={minutes}",
                                                            f"seed={seed}", *overrides])
                 Trainer(cfg, quiet=True).train()
-            runs.append({"eval": read_jsonl(run_dir / "eval.jsonl"), "train": read_jsonl(run_dir / "train.jsonl")})
+            runs.append({"eval": read_jsonl(run_dir / "eval.jsonl"), "train": read_jsonl(run_dir / "train.jsonl"),
+                         "config": yaml.safe_load((run_dir / "config.yaml").read_text())})
         evals = [r["eval"] for r in runs]
         results[family] = {"eval": evals[0] if seeds == 1 else aggregate_seeds(evals),
-                           "train": [t for r in runs for t in r["train"]], "seed_evals": evals}
+                           "train": [t for r in runs for t in r["train"]], "seed_evals": evals, "config": runs[0]["config"]}
     return results
 
 
@@ -125,33 +129,72 @@ def rollout_seconds(train: list[dict]) -> float:
     return float(np.median([t["seconds_rollout"] + t.get("seconds_reward_total", 0.0) for t in train]))
 
 
+def time_to_target(results: dict) -> dict[str, dict]:
+    """Per family: its seeds' seconds and iterations to first reach diffusionnft's final value of the target
+    metric (strict accuracy where the runs have it: the mean of diffusionnft's seeds' finals), their means with
+    95% intervals, how many seeds reached it, the speed-up over diffusionnft with its interval, and the verdict.
+    Empty without a diffusionnft run."""
+    if "diffusionnft" not in results:
+        return {}
+    key = target_metric([ev for r in results.values() for ev in r["seed_evals"]])
+    target = float(np.mean([ev[-1][key] for ev in results["diffusionnft"]["seed_evals"]]))
+    per_family = {}
+    for family, r in results.items():
+        t = {"metric": key, "target": target, **seed_times(r["seed_evals"], target, key)}
+        for unit in ("seconds", "iterations"):
+            values = t[f"{unit}_by_seed"]
+            t[f"{unit}_mean"], half = mean_interval(values)
+            t[f"{unit}_ci"] = half if len(values) > 1 else None  # None: JSON-safe
+        per_family[family] = t
+    reference = per_family["diffusionnft"]
+    for family, t in per_family.items():
+        if family == "diffusionnft":
+            t.update(speedup=1.0, speedup_low=None, speedup_high=None, verdict="reference")
+        else:
+            t["speedup"], t["speedup_low"], t["speedup_high"] = speedup_interval(reference["seconds_by_seed"], t["seconds_by_seed"])
+            t["verdict"] = time_verdict(t, reference)
+    return per_family
+
+
 def convergence_table(results: dict) -> list[dict]:
-    base = results.get("diffusionnft")
-    target = base["eval"][-1]["mean_score"] if base else None
+    targets = time_to_target(results)
     rows = []
     for family, r in results.items():
         train, seed_evals = r["train"], r["seed_evals"]
-        rollout = rollout_seconds(train)
         spearman = [v for v in (t.get("proxy_full_spearman") for t in train) if v is not None and not np.isnan(v)]
-        reach = time_to_reach(r["eval"], target) if target is not None else None
-        rows.append({"family": family, "seeds": len(seed_evals), "iterations": r["eval"][-1]["iteration"],
+        rows.append({"family": family, "seeds": len(seed_evals), "time_to_target": targets.get(family),
+                     "iterations": r["eval"][-1]["iteration"],
                      "iterations_by_seed": [ev[-1]["iteration"] for ev in seed_evals], **final_metrics(seed_evals),
                      "referee_below_base": referee_below_base(seed_evals),
                      "min_world_likeness": min((e["world_likeness"] for ev in seed_evals for e in ev if "world_likeness" in e),
                                                default=None),
                      "proxy_full_spearman": float(np.median(spearman)) if spearman else None,
-                     "rollout_seconds_per_iteration": rollout,
-                     "seconds_per_iteration": float(np.median([t["seconds_iteration"] for t in train])),
-                     "seconds_to_diffusionnft_final": reach})
+                     "explore_cost_ratio": explore_cost_ratio(train, r.get("config")),
+                     "rollout_seconds_per_iteration": rollout_seconds(train),
+                     "seconds_per_iteration": float(np.median([t["seconds_iteration"] for t in train]))})
     ref = next((row for row in rows if row["family"] == "naive_scaling"), None)
-    dnft = next((row for row in rows if row["family"] == "diffusionnft"), None)
     for row in rows:
         row["rollout_speedup_vs_naive_scaling"] = ref["rollout_seconds_per_iteration"] / row["rollout_seconds_per_iteration"] if ref else None
-        if dnft and dnft["seconds_to_diffusionnft_final"] and row["seconds_to_diffusionnft_final"]:
-            row["convergence_speedup_vs_diffusionnft"] = dnft["seconds_to_diffusionnft_final"] / row["seconds_to_diffusionnft_final"]
-        else:
-            row["convergence_speedup_vs_diffusionnft"] = None
     return rows
+
+
+def fmt(value, places: int = 2) -> str:
+    return "-" if value is None else f"{value:.{places}f}"
+
+
+def target_cells(t: dict | None) -> list[str]:
+    """The time-to-target columns of one row: seconds, iterations (mean ± 95% half-width, seeds reached, each
+    seed's value, '>=' where a seed never reached the target and counts at its run's end), and the speed-up."""
+    if t is None:
+        return ["-", "-", "-"]
+    cells = []
+    for unit, places in (("seconds", 0), ("iterations", 0)):
+        cell = fmt(t[f"{unit}_mean"], places) + (f" ± {t[f'{unit}_ci']:.{places}f}" if t[f"{unit}_ci"] is not None else "")
+        seeds = ", ".join(f"{'' if ok else '>='}{v:.{places}f}" for v, ok in zip(t[f"{unit}_by_seed"], t["reached_by_seed"]))
+        cells.append(f"{cell} ({t['reached']}/{len(t['reached_by_seed'])} reached: {seeds})")
+    interval = f" [{t['speedup_low']:.2f}, {t['speedup_high']:.2f}]" if t["speedup_low"] is not None else ""
+    cells.append(f"{t['speedup']:.2f}{interval} ({t['verdict']})")
+    return cells
 
 
 def write_convergence_report(results: dict, out_dir: str, command: str) -> Path:
@@ -161,29 +204,41 @@ def write_convergence_report(results: dict, out_dir: str, command: str) -> Path:
     rows = convergence_table(results)
     histories = {f: r["eval"] for f, r in results.items()}
     (out / "convergence.json").write_text(json.dumps({"rows": rows, "histories": histories}, indent=2) + "\n")
-    fmt = lambda v, p=2: "-" if v is None else f"{v:.{p}f}"  # noqa: E731
     seeds = rows[0]["seeds"]
     gpu = f" with {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""
     dnft = next((r for r in rows if r["family"] == "diffusionnft"), None)
+    target = dnft["time_to_target"] if dnft else None
     lines = [
         "# Convergence: the four families under one wall-clock budget", "",
         f"Measured {datetime.date.today().isoformat()} on {cpu_label()}{gpu}, {platform.machine()}, "
         f"{torch.get_num_threads()} threads, torch {torch.__version__}.",
-        f"Command: `{command}`", "", "![convergence](convergence.png)", "",
-        "| family | iterations | s/iter | rollout s/iter | rollout speed-up vs naive_scaling | "
+        f"Command: `{command}`", "",
+        (f"Target: held-out {target['metric']} {target['target']:.3f}, diffusionnft's final value (the mean of its "
+         f"{seeds} seeds' last evaluations)." if target else "No diffusionnft run: no time to target."), "",
+        "![convergence](convergence.png)", "",
+        "| family | s to target | iterations to target | speed-up vs diffusionnft | iterations | s/iter | rollout s/iter "
+        "| rollout speed-up vs naive_scaling | explore cost per image-step | "
         + " | ".join(header for _, header in TABLE_METRICS.values())
-        + " | referee under the base | lowest world-likeness | proxy Spearman | s to diffusionnft's final |",
-        "|---" * (9 + len(TABLE_METRICS)) + "|",
-        "| base (iteration 0) | | | | | " + " | ".join(fmt(rows[0].get(f"base_{name}"), 3) for name, _ in TABLE_METRICS.values())
-        + " | | | | |",
+        + " | referee under the base | lowest world-likeness | proxy Spearman |",
+        "|---" * (12 + len(TABLE_METRICS)) + "|",
+        "| base (iteration 0) | | | | | | | | | " + " | ".join(fmt(rows[0].get(f"base_{name}"), 3) for name, _ in TABLE_METRICS.values())
+        + " | | | |",
     ]
     for r in rows:
         below = ", ".join(f"seed {b['seed']} it. {b['iteration']} ({b['referee']:.3f})" for b in r["referee_below_base"]) or "never"
-        lines.append(f"| {r['family']} | {', '.join(map(str, r['iterations_by_seed']))} | {r['seconds_per_iteration']:.1f} | "
+        lines.append(f"| {r['family']} | " + " | ".join(target_cells(r["time_to_target"]))
+                     + f" | {', '.join(map(str, r['iterations_by_seed']))} | {r['seconds_per_iteration']:.1f} | "
                      f"{r['rollout_seconds_per_iteration']:.1f} | {fmt(r['rollout_speedup_vs_naive_scaling'])} | "
+                     f"{fmt(r['explore_cost_ratio'])} | "
                      + " | ".join(metric_cell(r, name, dnft) for name, _ in TABLE_METRICS.values())
-                     + f" | {below} | {fmt(r['min_world_likeness'], 3)} | {fmt(r['proxy_full_spearman'])} | "
-                     f"{fmt(r['seconds_to_diffusionnft_final'], 0)} |")
+                     + f" | {below} | {fmt(r['min_world_likeness'], 3)} | {fmt(r['proxy_full_spearman'])} |")
+    lines += ["", "Time to target: per seed, the wall-clock seconds (and iterations) of the first held-out evaluation at "
+              "or above the target; a seed that never reached it counts at its run's end (\">=\", a lower bound). "
+              "Speed-up: diffusionnft's mean seconds over the family's, with a 95% interval (delta method on the log "
+              "ratio, Welch degrees of freedom: solrl/reporting/time_to_target.py); \"faster\" / \"slower\" only where "
+              "the seconds' intervals do not overlap (a stricter test than the ratio's interval excluding 1) and the "
+              "family that looks faster reached the target with every seed, else \"no separation\". Explore cost per image-step: (explore s / (N x explore steps)) / "
+              "(regenerate s / (K x full steps)), the median over iterations (the paper's FLUX runs: about 0.3)."]
     lines += ["", f"Each metric: its final value, the mean over {seeds} seeds (`seed=0..`) ± the 95% Student-t half-width, "
               "then each seed's gain over the base; \"above\" / \"below\" diffusionnft only where the intervals do not "
               "overlap, else \"overlap\": no ranking."] if seeds > 1 else []
@@ -271,13 +326,10 @@ def write_objective_report(results: dict, out_dir: str, command: str, target: fl
                        "held-out reward per objective and rollout family")
     rows, target = objective_table(results, target)
     (out / "objectives.json").write_text(json.dumps({"target": target, "rows": rows}, indent=2) + "\n")
-    def fmt(v, p=3):
-        return "-" if v is None else f"{v:.{p}f}"
-
     lines = [
         "# Convergence: objectives x rollout families under one wall-clock budget", "",
         f"Measured {datetime.date.today().isoformat()}, {platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}.",
-        f"Command: `{command}`", f"Target: held-out reward {fmt(target)}"
+        f"Command: `{command}`", f"Target: held-out reward {fmt(target, 3)}"
         + (" (nft on diffusionnft, final)" if target is not None else ""), "", "![objectives](objectives.png)", "",
         "| objective | family | iterations | held-out before | final held-out | best held-out | s/iter | s to target |",
         "|---|---|---|---|---|---|---|---|",

@@ -43,6 +43,7 @@ AWMWeighting = Literal["uniform", "ghuber"]
 RolloutFamily = Literal["diffusionnft", "naive_scaling", "naive_quant", "sol_rl"]
 SelectionMode = Literal["best_worst", "random", "mean_deviation", "extremes_random"]
 ExploreLayers = Literal["reference", "all"]
+ContrastRule = Literal["strict", "spread"]  # when adaptive exploration has found what it explores for (rollout/adaptive.py)
 
 
 def compile_scope(value: str | bool) -> str:
@@ -88,7 +89,7 @@ class RewardConfig:
 
 @dataclass
 class EvalConfig:
-    split: str = "heldout"           # toy-world split (train | heldout) or a prompt file
+    split: str = "heldout"           # toy-world split (train | heldout | hard_train | hard_heldout) or a prompt file
     seeds_per_prompt: int = 2        # fixed seeds 0..n-1 per prompt, so evaluations compare
     steps: int = 10                  # ODE steps
     solver: Solver = "euler"
@@ -146,7 +147,7 @@ class AWMSection:
 
 @dataclass
 class TrainConfig:
-    prompts: str = "train"           # toy split name or a .txt/.jsonl/.parquet prompt file
+    prompts: str = "train"           # toy split name (train, hard_train, ...: solrl.data.TOY_SPLITS) or a .txt/.jsonl/.parquet prompt file
     iterations: int = 100            # rollout + update rounds
     prompts_per_iter: int = 8        # prompt groups per iteration (references: 48)
     group_size: int = 12             # images per prompt, K (references: 24)
@@ -188,6 +189,10 @@ class RolloutConfig:
     selection: SelectionMode = "best_worst"
     explore_layers: ExploreLayers = "reference"  # reference (keep in bf16 what the Sol-RL reference keeps, per family) | all
     compile: CompileScope | bool = "auto"  # torch.compile the explore engine (quantization fused with its neighbours)
+    adaptive: bool = False           # sol_rl: explore each prompt in chunks until its proxy rewards show contrast, explore_seeds at most (rollout/adaptive.py)
+    adaptive_chunk: int = 0          # seeds per prompt per chunk, >= K; 0 = train.group_size (K)
+    adaptive_contrast: ContrastRule = "strict"  # strict: a success and a failure under the reward's strict part | spread: proxy max - min >= adaptive_min_spread
+    adaptive_min_spread: float = 0.1 # the proxy spread that counts as contrast under adaptive_contrast=spread
 
     def __post_init__(self):
         self.compile = compile_scope(self.compile)

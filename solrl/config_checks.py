@@ -30,6 +30,13 @@ def _range_errors(cfg) -> list[str]:
         (r.explore_steps >= 1, f"rollout.explore_steps must be >= 1; got {r.explore_steps}"),
         (r.family == "diffusionnft" or r.explore_seeds >= t.group_size,
          f"rollout.explore_seeds (N={r.explore_seeds}) must be >= train.group_size (K={t.group_size})"),
+        (not r.adaptive or r.family == "sol_rl",
+         f"rollout.adaptive=true explores in chunks before regenerating the selected seeds: it needs rollout.family=sol_rl "
+         f"(got {r.family}); set rollout.adaptive=false for {r.family}"),
+        (not r.adaptive or r.adaptive_chunk == 0 or t.group_size <= r.adaptive_chunk <= r.explore_seeds,
+         f"rollout.adaptive_chunk must be 0 (= K) or between train.group_size (K={t.group_size}) and rollout.explore_seeds "
+         f"(N={r.explore_seeds}): K of the explored seeds are selected; got {r.adaptive_chunk}"),
+        (r.adaptive_min_spread >= 0, f"rollout.adaptive_min_spread must be >= 0; got {r.adaptive_min_spread}"),
         (e.seeds_per_prompt >= 1 and e.steps >= 1,
          f"eval.seeds_per_prompt and eval.steps must be >= 1; got {e.seeds_per_prompt} and {e.steps}"),
         (0 <= e.ema_decay < 1, f"eval.ema_decay must be in [0, 1); got {e.ema_decay}"),

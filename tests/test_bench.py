@@ -6,7 +6,8 @@ import pytest
 from scipy import stats
 
 from solrl.bench import (aggregate_seeds, convergence_table, final_metrics, mean_interval, metric_cell, referee_below_base,
-                         run_convergence, separation, time_to_reach, write_convergence_report)
+                         run_convergence, separation, time_to_reach, time_to_target, write_convergence_report)
+from solrl.reporting.time_to_target import explore_cost_ratio, seed_times, speedup_interval, time_verdict
 
 
 def test_time_to_reach():
@@ -26,6 +27,9 @@ def test_quick_convergence_run_writes_table_and_plot(tiny_toy_dir, tmp_path):
     rows = written["rows"]
     assert [r["family"] for r in rows] == families and set(written["histories"]) == set(families)
     assert all(r["iterations"] == 1 and r["rollout_seconds_per_iteration"] > 0 for r in rows)
+    assert all(r["time_to_target"]["metric"] == "strict_accuracy" for r in rows)
+    # only sol_rl explores and regenerates: the one row with an explore cost per image-step
+    assert [r["family"] for r in rows if r["explore_cost_ratio"] is not None] == ["sol_rl"]
     assert next(r for r in rows if r["family"] == "naive_scaling")["rollout_speedup_vs_naive_scaling"] == 1.0
     assert (tmp_path / "convergence.png").stat().st_size > 0 and "sol_rl" in report.read_text()
     assert convergence_table(results) == rows
@@ -113,3 +117,76 @@ def test_the_relation_probe_reward_scores_renders():
     rng = np.random.default_rng(0)
     result = module.RelationProbeReward()(np.stack([render_scene(parse_prompt(p), rng) for p in prompts]), prompts)
     assert result.scores[0] == 1.0 and set(result.parts) == {"strict", "gold", "world_like", "referee"}
+
+
+def _timed(*rows):
+    """An evaluation history from (wall seconds, strict accuracy) pairs, ten iterations apart."""
+    return [{"iteration": i * 10, "wall_seconds": w, "strict_accuracy": s, "mean_score": s} for i, (w, s) in enumerate(rows)]
+
+
+def test_seed_times_keep_the_seeds_that_never_reach_the_target():
+    seeds = [_timed((5, 0.5), (60, 0.7), (120, 0.9)), _timed((5, 0.5), (60, 0.6), (110, 0.65))]
+    t = seed_times(seeds, 0.7, "strict_accuracy")
+    # seed 0 first reaches 0.7 at its second evaluation; seed 1 never: it counts at its end (110 s, iteration 20)
+    assert t == {"seconds_by_seed": [60.0, 110.0], "iterations_by_seed": [10, 20], "reached_by_seed": [True, False],
+                 "reached": 1}
+    assert seed_times(seeds, 0.5, "strict_accuracy")["seconds_by_seed"] == [5.0, 5.0]  # the base itself reaches it
+
+
+def test_speedup_interval_by_hand():
+    # means 120 and 60: 2x sooner. var(log mean) = sd^2 / (n mean^2): 400 / (3 * 14400) = 100 / (3 * 3600) = 0.009259
+    # each; se = sqrt(0.018519) = 0.136083; Welch df = 0.018519^2 / (2 * 0.009259^2 / 2) = 4; t(0.975, 4) = 2.776445;
+    # bounds 2 * exp(-+2.776445 * 0.136083) = 1.37070, 2.91822
+    ratio, low, high = speedup_interval([100, 120, 140], [50, 60, 70])
+    assert ratio == 2.0 and low == pytest.approx(1.37070, rel=1e-5) and high == pytest.approx(2.91822, rel=1e-5)
+    assert speedup_interval([100, 100], [50, 50]) == (2.0, 2.0, 2.0)  # no spread: no width
+    assert speedup_interval([100], [50, 60]) == (100 / 55, None, None)
+
+
+def test_time_verdict_needs_separated_intervals_and_every_seed_of_the_faster_family():
+    def times(mean, half, reached=(True, True, True)):
+        return {"seconds_mean": mean, "seconds_ci": half, "reached_by_seed": list(reached), "reached": sum(reached)}
+
+    reference = times(300, 20)
+    assert time_verdict(times(200, 30), reference) == "faster"
+    assert time_verdict(times(260, 30), reference) == "no separation"       # 290 > 280: the intervals overlap
+    assert time_verdict(times(400, 30), reference) == "slower"
+    assert time_verdict(times(200, 30, (True, False, True)), reference) == "no separation"  # a lower bound among them
+    assert time_verdict(times(400, 30, (False, False, False)), times(300, 20, (True, False, True))) == "no separation"
+    assert time_verdict(times(200, None), reference) == "no separation"     # one seed: no interval
+
+
+def test_explore_cost_ratio_by_hand():
+    config = {"rollout": {"explore_seeds": 48, "explore_steps": 6}, "train": {"group_size": 12}, "sampling": {"steps": 10}}
+    # explore 4.8 s / (48 x 6) = 0.016667 s per image-step; regenerate 3.0 s / (12 x 10) = 0.025: c = 0.6667;
+    # the second iteration 2.4 s / 288 against 0.025: 0.3333; the median of the two is 0.5
+    train = [{"seconds_explore": 4.8, "seconds_regenerate": 3.0}, {"seconds_explore": 2.4, "seconds_regenerate": 3.0},
+             {"seconds_rollout": 1.0}]
+    assert explore_cost_ratio(train, config) == pytest.approx(0.5)
+    # an adaptive run logs how many seeds it explored per prompt: 24 instead of N = 48 doubles each image-step's cost
+    assert explore_cost_ratio([dict(train[0], explored_seeds_mean=24.0)], config) == pytest.approx(4 / 3)
+    assert explore_cost_ratio([{"seconds_rollout": 1.0}], config) is None and explore_cost_ratio(train, None) is None
+
+
+def test_time_to_target_leads_the_report(tmp_path):
+    """Hand-made histories: diffusionnft's finals 0.8 and 0.9 set the target 0.85 (strict accuracy); its seed 1
+    reaches it at 200 s, seed 0 never (counted at 220 s); sol_rl's seeds reach it at 100 and 120 s."""
+    dnft = [_timed((5, 0.5), (100, 0.7), (220, 0.8)), _timed((5, 0.5), (100, 0.8), (200, 0.9))]
+    sol = [_timed((5, 0.5), (100, 0.85), (200, 0.9)), _timed((5, 0.5), (120, 0.86), (210, 0.9))]
+    train = [{"seconds_rollout": 1.0, "seconds_iteration": 2.0}]
+    results = {f: {"eval": aggregate_seeds(ev), "train": train, "seed_evals": ev} for f, ev in (("diffusionnft", dnft), ("sol_rl", sol))}
+    t = time_to_target(results)
+    assert t["diffusionnft"]["target"] == pytest.approx(0.85) and t["diffusionnft"]["metric"] == "strict_accuracy"
+    assert t["diffusionnft"]["seconds_by_seed"] == [220.0, 200.0] and t["diffusionnft"]["reached"] == 1
+    assert t["sol_rl"]["seconds_by_seed"] == [100.0, 120.0] and t["sol_rl"]["iterations_by_seed"] == [10, 10]
+    assert t["sol_rl"]["speedup"] == pytest.approx(210 / 110) and t["sol_rl"]["seconds_mean"] == 110
+    # two seeds 20 s apart: sd 14.142, se 10, t(0.975, 1) = 12.706: half-width 127.06 on each side, so they overlap
+    assert t["sol_rl"]["seconds_ci"] == pytest.approx(127.062, rel=1e-4)
+    assert t["sol_rl"]["verdict"] == "no separation" and t["diffusionnft"]["verdict"] == "reference"
+    report = write_convergence_report(results, str(tmp_path), "test").read_text()
+    table = [line for line in report.splitlines() if line.startswith("|")]
+    assert table[0].startswith("| family | s to target | iterations to target | speed-up vs diffusionnft |")
+    assert len({line.count("|") for line in table}) == 1  # every row has as many cells as the header
+    assert "Target: held-out strict_accuracy 0.850" in report
+    assert "| sol_rl | 110 ± 127 (2/2 reached: 100, 120) | 10 ± 0 (2/2 reached: 10, 10) | 1.91 [" in report
+    assert "(1/2 reached: >=220, 200)" in report

@@ -11,7 +11,16 @@ import numpy as np
 from ..seeding import derived_seed
 from ..textfiles import read_utf8
 
-TOY_SPLITS = ("train", "heldout")
+# the toy world's own splits (toyworld/grammar.py), then the measured ones shipped as files (toyworld/hard_split.py)
+SHIPPED_SPLITS_DIR = Path(__file__).parent.parent / "assets" / "toy_splits"
+TOY_SPLITS = ("train", "heldout", *sorted(p.stem for p in SHIPPED_SPLITS_DIR.glob("*.txt")))
+
+
+def read_split_file(path: Path) -> list[str]:
+    """The prompts of a split file (toyworld/hard_split.py writes them): `#` lines are its header, each other
+    line `prompt<TAB>notes`."""
+    lines = read_utf8(path, "toy split").splitlines()
+    return [line.split("\t")[0].strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
 def load_prompt_records(source: str) -> tuple[list[str], list[dict]]:
@@ -21,7 +30,7 @@ def load_prompt_records(source: str) -> tuple[list[str], list[dict]]:
     if source in TOY_SPLITS:
         from ..toyworld.grammar import split_prompts
 
-        prompts = split_prompts(source)
+        prompts = split_prompts(source) if source in ("train", "heldout") else read_split_file(SHIPPED_SPLITS_DIR / f"{source}.txt")
         return prompts, [{} for _ in prompts]
     path = Path(source)
     if not path.exists():
@@ -72,7 +81,7 @@ def read_jsonl_records(path: Path) -> list[dict]:
 
 
 def load_prompts(source: str) -> list[str]:
-    """Prompts of a toy split (`train`, `heldout`) or of a .txt / .jsonl / .parquet file."""
+    """Prompts of a toy split (`train`, `heldout`, a shipped one such as `hard_train`) or of a .txt / .jsonl / .parquet file."""
     return load_prompt_records(source)[0]
 
 

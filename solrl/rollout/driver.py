@@ -27,6 +27,7 @@ from scipy import stats
 
 from ..config import RolloutFamily
 from ..models.lora import OLD, adapter
+from .adaptive import AdaptiveExploration, explore_in_chunks
 from .dynamics import ODE, Dynamics
 from .generation import SDETrajectory, generate, generate_sde
 from .sampling import sampling_grid
@@ -62,6 +63,7 @@ class RolloutSpec:
     selection: str = "best_worst"
     autocast: bool = False
     dynamics: Dynamics = ODE        # how full-precision samples are drawn (ode, or an SDE for policy gradients)
+    adaptive: AdaptiveExploration | None = None  # sol_rl: explore in chunks up to explore_seeds (adaptive.py); None = all N
 
     @property
     def seeds_per_prompt(self) -> int:
@@ -84,6 +86,7 @@ class RolloutBatch:
     seconds: dict[str, float] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
     proxy_rewards: torch.Tensor | None = None  # [N] explore-stage rewards of the kept seeds (sol_rl), for fidelity plots
+    explored: list[int] | None = None          # seeds explored per prompt group (families that explore)
     trajectory: SDETrajectory | None = None    # SDE dynamics: every drawn seed's path and log-probs (rows by seed)
     # where these samples sit in the iteration's whole batch (all ranks): the update's draws depend on it
     sample_offset: int = 0
@@ -100,6 +103,15 @@ class Scored:
     generate_seconds: float
     reward_seconds: float          # the reward's score, metric-only parts excluded
     metric_seconds: float = 0.0    # the reward's metric-only parts (RewardResult.metric_seconds)
+
+    @staticmethod
+    def cat(pieces: list[Scored]) -> Scored:
+        """Several stages' or rounds' results as one: rows one after the other, seconds added up (only without
+        trajectories; a part some piece lacks is left out)."""
+        samples = None if any(p.samples is None for p in pieces) else torch.cat([p.samples for p in pieces])
+        parts = {k: torch.cat([p.parts[k] for p in pieces]) for k in pieces[0].parts if all(k in p.parts for p in pieces)}
+        return Scored(samples, None, torch.cat([p.scores for p in pieces]), parts, sum(p.generate_seconds for p in pieces),
+                      sum(p.reward_seconds for p in pieces), sum(p.metric_seconds for p in pieces))
 
     def take(self, idx: torch.Tensor) -> Scored:
         """The selected rows (a trajectory stays whole: rows are found by seed)."""
@@ -164,18 +176,18 @@ def draw_and_score(policy, reward, prompts, seeds, steps: int, spec: RolloutSpec
     return scored
 
 
-def _select(scores: torch.Tensor, groups: int, spec: RolloutSpec, generator, seconds: dict) -> torch.Tensor:
-    """Flat indices of the K selected seeds of every group of N (time in seconds["select"]).
-    `generator` is one generator for all groups, or a function group -> generator (so a group's draw
-    does not depend on its neighbours)."""
+def _select(scores: torch.Tensor, counts: list[int], spec: RolloutSpec, generator, seconds: dict) -> torch.Tensor:
+    """Flat indices of the K selected seeds of every group, the groups' `counts` rows one after the other
+    (time in seconds["select"]). `generator` is one generator for all groups, or a function group -> generator
+    (so a group's draw does not depend on its neighbours)."""
     start = time.perf_counter()
     bad = int((~torch.isfinite(scores)).sum())
     if bad:  # a selection over NaN ranks is meaningless: lose the iteration, say why
         raise RewardError(f"selection needs finite rewards, got {bad} NaN/inf among {scores.numel()}")
     pick = generator if callable(generator) else (lambda g: generator)
-    n = spec.explore_seeds
-    idx = torch.cat([g * n + select_seeds(scores[g * n:(g + 1) * n], spec.group_size, spec.selection, pick(g))
-                     for g in range(groups)])
+    offsets = np.cumsum([0, *counts]).tolist()
+    idx = torch.cat([offsets[g] + select_seeds(scores[offsets[g]:offsets[g + 1]], spec.group_size, spec.selection, pick(g))
+                     for g in range(len(counts))])
     seconds["select"] = time.perf_counter() - start
     return idx
 
@@ -211,24 +223,22 @@ def run_rollout(policy, reward, group_prompts: list[str], seeds: list[int], spec
     groups = len(group_prompts)
     seconds: dict[str, float] = {}
     metrics: dict[str, float] = {}
-    proxy = None
+    proxy = counts = None  # counts: the seeds explored per prompt group (families that select)
     with adapter(policy.transformer, OLD):
         if spec.family in ("diffusionnft", "naive_scaling"):
             full = draw_and_score(policy, reward, prompts, seeds, spec.full_steps, spec, spec.dynamics)
             seconds["generate_full"], seconds["reward"], seconds["metrics"] = full.generate_seconds, full.reward_seconds, full.metric_seconds
             if spec.family == "naive_scaling":
-                idx = _select(full.scores, groups, spec, generator, seconds)
+                counts = [spec.explore_seeds] * groups
+                idx = _select(full.scores, counts, spec, generator, seconds)
                 full, prompts, seeds = full.take(idx), _take(prompts, idx), _take(seeds, idx)
         else:
-            # naive_quant (the Sol-RL reference's): the low-precision engine at the full step count, kept as is
-            keep = spec.family == "naive_quant"
-            explored = draw_and_score(policy, reward, prompts, seeds, spec.full_steps if keep else spec.explore_steps,
-                                      spec, velocity=engine.velocity, keep=keep)
+            explored, rows, counts = _explore(policy, reward, prompts, seeds, groups, spec, engine)
             seconds["explore"], seconds["reward_explore"] = explored.generate_seconds, explored.reward_seconds
             seconds["metrics_explore"] = explored.metric_seconds
-            idx = _select(explored.scores, groups, spec, generator, seconds)
-            prompts, seeds = _take(prompts, idx), _take(seeds, idx)
-            if keep:
+            idx = _select(explored.scores, counts, spec, generator, seconds)
+            prompts, seeds = [prompts[rows[i]] for i in idx.tolist()], [seeds[rows[i]] for i in idx.tolist()]
+            if spec.family == "naive_quant":
                 full = explored.take(idx)
             else:
                 full = draw_and_score(policy, reward, prompts, seeds, spec.full_steps, spec, spec.dynamics)
@@ -245,7 +255,25 @@ def run_rollout(policy, reward, group_prompts: list[str], seeds: list[int], spec
     grid = traj.grid if traj is not None else sampling_grid(policy, spec.full_steps)
     group_ids = torch.arange(groups).repeat_interleave(spec.group_size)
     return RolloutBatch(prompts, group_ids, seeds, samples, full.scores, full.parts, grid[:-1].float(), seconds, metrics,
-                        proxy, traj)
+                        proxy, counts, traj)
+
+
+def _explore(policy, reward, prompts, seeds, groups: int, spec: RolloutSpec, engine) -> tuple[Scored, list[int], list[int]]:
+    """The explore stage: every group's N seeds, or with spec.adaptive chunks until contrast (adaptive.py).
+    Returns (the explored rows, group by group; each row's index into `seeds`; the seeds explored per group).
+    naive_quant (the Sol-RL reference's) runs the low-precision engine at the full step count and keeps its images."""
+    keep = spec.family == "naive_quant"
+
+    def explore(rows: list[int]) -> Scored:
+        return draw_and_score(policy, reward, [prompts[r] for r in rows], [seeds[r] for r in rows],
+                              spec.full_steps if keep else spec.explore_steps, spec, velocity=engine.velocity, keep=keep)
+
+    if spec.adaptive is None:
+        rows = list(range(len(seeds)))
+        return explore(rows), rows, [spec.explore_seeds] * groups
+    rounds, rows, counts = explore_in_chunks(explore, groups, spec.explore_seeds, spec.adaptive)
+    order = sorted(range(len(rows)), key=rows.__getitem__)  # group by group, seeds in index order
+    return Scored.cat(rounds).take(torch.tensor(order, dtype=torch.long)), [rows[i] for i in order], counts
 
 
 def _take(items: list, idx: torch.Tensor) -> list:

@@ -39,6 +39,7 @@ from ..redaction import redact
 from ..reporting.metrics_log import MetricsLogger, SilentLogger
 from ..rewards import build_reward
 from ..rewards.guard import DeferredFaults, RewardFault, guard_reward, reward_kwargs
+from ..rollout.adaptive import AdaptiveExploration
 from ..rollout.driver import RewardError, RolloutSpec
 from ..seeding import derived_seed
 from .advantages import finite_floats, iteration_advantages, refuse_non_finite
@@ -240,8 +241,9 @@ class Trainer:
 
     def rollout_spec(self) -> RolloutSpec:
         c, s, r = self.cfg.train, self.cfg.sampling, self.cfg.rollout
+        adaptive = AdaptiveExploration(r.adaptive_chunk or c.group_size, r.adaptive_contrast, r.adaptive_min_spread) if r.adaptive else None
         return RolloutSpec(r.family, c.group_size, r.explore_seeds, s.steps, r.explore_steps, s.solver, s.guidance,
-                           s.batch_size, r.selection, c.autocast_bf16)
+                           s.batch_size, r.selection, c.autocast_bf16, adaptive=adaptive)
 
     def run_iteration(self, iteration: int) -> dict | None:
         cfg = self.cfg.train
@@ -260,6 +262,8 @@ class Trainer:
             self.logger.log("selection", iteration + 1, {"group_ids": [g for k in kept for g in k[0]],
                                                          "proxy": [v for k in kept for v in k[1]],
                                                          "full": [v for k in kept for v in k[2]]})
+        # seeds explored per prompt, every rank's groups (an adaptive policy explores each its own way)
+        explored = [n for counts in self.world.gather(batch.explored) if counts for n in counts]
         seconds = batch.seconds
         shared = iteration_advantages(batch, self.world, cfg.global_std)
         if shared is not None and shared.dropped:
@@ -284,6 +288,7 @@ class Trainer:
             "seconds_train": now - t_train, "seconds_iteration": now - t_start,
             "images_per_second": len(rewards) / max(seconds.get("rollout", 0.0), 1e-9),
             "world_size": self.world.size,
+            **({"explored_seeds_mean": float(np.mean(explored)), "explored_seeds_max": max(explored)} if explored else {}),
             **(shared.batch.metrics if shared.batch is not None else {}),
         }
         if self.engine is not None:  # every explore figure says which kernel made it, emulation above all
