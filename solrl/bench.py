@@ -21,7 +21,16 @@ FAMILY_PRESETS = {
     "naive_scaling": "configs/toy_naive_scaling.yaml",
     "naive_quant": "configs/toy_naive_quant.yaml",
     "sol_rl": "configs/toy_sol_rl.yaml",
+    "sol_rl_adaptive": "configs/toy_sol_rl.yaml",  # beyond the paper: FAMILY_OVERRIDES
 }
+# variants of a preset: the overrides that make them (before the command line's own)
+FAMILY_OVERRIDES = {"sol_rl_adaptive": ["rollout.adaptive=true"]}
+DEFAULT_FAMILIES = ["diffusionnft", "naive_scaling", "naive_quant", "sol_rl"]  # the paper's four
+
+
+def family_config(family: str, overrides: list[str]):
+    """A family's preset with its variant's overrides, then `overrides`."""
+    return load_config(FAMILY_PRESETS[family], [*FAMILY_OVERRIDES.get(family, []), *overrides])
 
 
 def time_to_reach(history: list[dict], target: float) -> float | None:
@@ -81,7 +90,7 @@ def run_convergence(minutes: float, out_dir: str, families: list[str], overrides
         for seed in range(seeds):
             run_dir = out / family if seeds == 1 else out / f"{family}__seed{seed}"
             if not (skip_existing and (run_dir / "summary.json").exists()):
-                cfg = load_config(FAMILY_PRESETS[family], [f"out_dir={run_dir}", f"train.time_budget_minutes={minutes}",
+                cfg = family_config(family, [f"out_dir={run_dir}", f"train.time_budget_minutes={minutes}",
                                                            f"seed={seed}", *overrides])
                 Trainer(cfg, quiet=True).train()
             runs.append({"eval": read_jsonl(run_dir / "eval.jsonl"), "train": read_jsonl(run_dir / "train.jsonl"),
@@ -193,7 +202,7 @@ def target_cells(t: dict | None) -> list[str]:
         seeds = ", ".join(f"{'' if ok else '>='}{v:.{places}f}" for v, ok in zip(t[f"{unit}_by_seed"], t["reached_by_seed"]))
         cells.append(f"{cell} ({t['reached']}/{len(t['reached_by_seed'])} reached: {seeds})")
     interval = f" [{t['speedup_low']:.2f}, {t['speedup_high']:.2f}]" if t["speedup_low"] is not None else ""
-    cells.append(f"{t['speedup']:.2f}{interval} ({t['verdict']})")
+    cells.append(f"{fmt(t['speedup'])}{interval} ({t['verdict']})")
     return cells
 
 
@@ -291,7 +300,7 @@ def run_objective_convergence(minutes: float, out_dir: str, algorithms: list[str
         for family in families:
             run_dir = out / f"{algorithm}__{family}"
             if not (skip_existing and (run_dir / "summary.json").exists()):
-                cfg = load_config(FAMILY_PRESETS[family], [f"out_dir={run_dir}", f"train.time_budget_minutes={minutes}",
+                cfg = family_config(family, [f"out_dir={run_dir}", f"train.time_budget_minutes={minutes}",
                                                            f"train.algorithm={algorithm}", *ALGORITHM_OVERRIDES[algorithm],
                                                            *overrides])
                 Trainer(cfg, quiet=True).train()

@@ -255,10 +255,10 @@ def cmd_probe(args) -> int:
 def cmd_bench(args) -> int:
     import logging
 
-    from .bench import FAMILY_PRESETS, run_convergence, write_convergence_report
+    from .bench import DEFAULT_FAMILIES, FAMILY_PRESETS, run_convergence, write_convergence_report
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    families = args.families or list(FAMILY_PRESETS)
+    families = args.families or DEFAULT_FAMILIES
     unknown = [f for f in families if f not in FAMILY_PRESETS]
     if unknown:
         raise ValueError(f"unknown family {unknown[0]!r}; choose from {', '.join(FAMILY_PRESETS)}")
@@ -398,7 +398,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("which", choices=["convergence"], help="which benchmark")
     p.add_argument("overrides", nargs="*", help="dotted overrides applied to every family, e.g. rollout.explore_seeds=96")
     p.add_argument("--minutes", type=float, default=10.0, help="wall-clock budget per family (default 10)")
-    p.add_argument("--families", nargs="+", default=None, help="subset of diffusionnft naive_scaling naive_quant sol_rl")
+    p.add_argument("--families", nargs="+", default=None, help="families to run (default: diffusionnft naive_scaling naive_quant sol_rl; "
+                   "also sol_rl_adaptive: sol_rl with rollout.adaptive=true)")
     p.add_argument("--out", default="runs/convergence", help="directory for the runs, convergence.png/.md/.json")
     p.add_argument("--skip-existing", action="store_true", help="reuse finished runs found in --out")
     p.add_argument("--seeds", type=int, default=3,

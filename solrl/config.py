@@ -166,7 +166,7 @@ class TrainConfig:
     old_policy_decay: float | None = None  # a fixed decay overrides the schedule
     old_policy_update_interval: int = 1    # optimizer steps between old-adapter refreshes
     autocast_bf16: bool = False      # bf16 autocast for rollouts and the training forward
-    time_budget_minutes: float = 0.0 # stop after this wall-clock (0 = run all iterations)
+    time_budget_minutes: float = 0.0 # stop after this much training wall-clock, evaluations left out (0 = run all iterations)
     eval_every: int = 5              # iterations between held-out validations (0 = only at the end)
     checkpoint_every: int = 10       # iterations between checkpoints (0 = only at the end)
     keep_checkpoints: int = 2        # keep the newest N checkpoints
@@ -190,7 +190,7 @@ class RolloutConfig:
     explore_layers: ExploreLayers = "reference"  # reference (keep in bf16 what the Sol-RL reference keeps, per family) | all
     compile: CompileScope | bool = "auto"  # torch.compile the explore engine (quantization fused with its neighbours)
     adaptive: bool = False           # sol_rl: explore each prompt in chunks until its proxy rewards show contrast, explore_seeds at most (rollout/adaptive.py)
-    adaptive_chunk: int = 0          # seeds per prompt per chunk, >= K; 0 = train.group_size (K)
+    adaptive_chunk: int = 0          # seeds per prompt per chunk, K..N; 0 = 2K (at most N): a chunk of K would select all it explored
     adaptive_contrast: ContrastRule = "strict"  # strict: a success and a failure under the reward's strict part | spread: proxy max - min >= adaptive_min_spread
     adaptive_min_spread: float = 0.1 # the proxy spread that counts as contrast under adaptive_contrast=spread
 

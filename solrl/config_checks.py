@@ -34,7 +34,7 @@ def _range_errors(cfg) -> list[str]:
          f"rollout.adaptive=true explores in chunks before regenerating the selected seeds: it needs rollout.family=sol_rl "
          f"(got {r.family}); set rollout.adaptive=false for {r.family}"),
         (not r.adaptive or r.adaptive_chunk == 0 or t.group_size <= r.adaptive_chunk <= r.explore_seeds,
-         f"rollout.adaptive_chunk must be 0 (= K) or between train.group_size (K={t.group_size}) and rollout.explore_seeds "
+         f"rollout.adaptive_chunk must be 0 (= 2K, at most N) or between train.group_size (K={t.group_size}) and rollout.explore_seeds "
          f"(N={r.explore_seeds}): K of the explored seeds are selected; got {r.adaptive_chunk}"),
         (r.adaptive_min_spread >= 0, f"rollout.adaptive_min_spread must be >= 0; got {r.adaptive_min_spread}"),
         (e.seeds_per_prompt >= 1 and e.steps >= 1,

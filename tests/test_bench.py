@@ -133,6 +133,12 @@ def test_seed_times_keep_the_seeds_that_never_reach_the_target():
     assert seed_times(seeds, 0.5, "strict_accuracy")["seconds_by_seed"] == [5.0, 5.0]  # the base itself reaches it
 
 
+def test_time_to_target_counts_training_seconds_not_evaluations():
+    # wall-clock 60 s at the second evaluation, of which the two evaluations took 4 + 6 s: 50 s of training
+    history = [{"iteration": 0, "wall_seconds": 4, "train_seconds": 0.0, "strict_accuracy": 0.5},
+               {"iteration": 10, "wall_seconds": 60, "train_seconds": 50.0, "strict_accuracy": 0.8}]
+    assert seed_times([history], 0.7, "strict_accuracy")["seconds_by_seed"] == [50.0]
+
 def test_speedup_interval_by_hand():
     # means 120 and 60: 2x sooner. var(log mean) = sd^2 / (n mean^2): 400 / (3 * 14400) = 100 / (3 * 3600) = 0.009259
     # each; se = sqrt(0.018519) = 0.136083; Welch df = 0.018519^2 / (2 * 0.009259^2 / 2) = 4; t(0.975, 4) = 2.776445;
@@ -141,6 +147,7 @@ def test_speedup_interval_by_hand():
     assert ratio == 2.0 and low == pytest.approx(1.37070, rel=1e-5) and high == pytest.approx(2.91822, rel=1e-5)
     assert speedup_interval([100, 100], [50, 50]) == (2.0, 2.0, 2.0)  # no spread: no width
     assert speedup_interval([100], [50, 60]) == (100 / 55, None, None)
+    assert speedup_interval([0.0, 0.0], [0.0, 0.0]) == (None, None, None)  # the base already meets the target
 
 
 def test_time_verdict_needs_separated_intervals_and_every_seed_of_the_faster_family():

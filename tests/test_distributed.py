@@ -116,6 +116,24 @@ def test_several_updates_per_iteration_train_the_same_in_two_processes(tiny_toy_
     _assert_same_lora(one, two)
 
 
+def test_adaptive_exploration_trains_the_same_in_two_processes(tiny_toy_dir, tmp_path):
+    """Each rank explores only its own prompt groups, chunk by chunk; the seeds are the fixed-N ones."""
+    config = _config(tiny_toy_dir, tmp_path / "cfg.yaml", iterations=1)
+    adaptive = ["rollout.adaptive=true", "rollout.adaptive_contrast=spread", "rollout.adaptive_min_spread=0.02"]
+    done = _torchrun(config, tmp_path / "two", *adaptive)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    torch.set_num_threads(1)
+    try:
+        Trainer(load_config(config, [f"out_dir={tmp_path / 'one'}", *adaptive]), quiet=True).train()
+    finally:
+        torch.set_num_threads(min(2, os.cpu_count() or 1))
+    one = load_checkpoint(checkpoint_path(tmp_path / "one" / "checkpoints", 1))
+    two = load_checkpoint(checkpoint_path(tmp_path / "two" / "checkpoints", 1))
+    _assert_same_lora(one, two)
+    logged = [json.loads((tmp_path / run / "train.jsonl").read_text().splitlines()[0]) for run in ("one", "two")]
+    assert logged[0]["explored_seeds_mean"] == logged[1]["explored_seeds_mean"]
+    assert logged[0]["explored_seeds_max"] == logged[1]["explored_seeds_max"]
+
 def test_fsdp2_sharded_training_equals_one_process(runs):
     config, root = runs
     one = load_checkpoint(checkpoint_path(root / "one" / "checkpoints", 2))

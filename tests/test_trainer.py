@@ -197,6 +197,9 @@ def test_run_directory_holds_logs_curve_and_checkpoints(tiny_toy_dir, tmp_path):
                 "reward_prob_mean", "grad_norm", "lr", "old_decay", "seconds_rollout", "seconds_train", "images_per_second"):
         assert key in train[0], key
     assert [e["iteration"] for e in evals] == [0, 1, 2]
+    for i, e in enumerate(evals):  # training seconds = wall-clock less every evaluation so far
+        spent = sum(x["seconds_eval"] for x in evals[:i + 1])
+        assert e["seconds_eval"] > 0 and e["train_seconds"] == pytest.approx(e["wall_seconds"] - spent, abs=0.11)
     assert (run / "curve.png").stat().st_size > 0 and list((run / "tb").iterdir())
     assert len(list_checkpoints(run / "checkpoints")) >= 1
     assert not list((run / "checkpoints").glob("*.tmp"))

@@ -26,21 +26,27 @@ def first_reaching(history: list[dict], target: float, key: str = "mean_score") 
     return next((e for e in history if e[key] >= target - REACH_TOLERANCE), None)
 
 
+def training_seconds(evaluation: dict) -> float:
+    """Seconds the run had trained when it was evaluated: its wall-clock less every evaluation so far
+    (`train_seconds`, logged since the trainer times evaluations); the wall-clock for older logs."""
+    return evaluation.get("train_seconds", evaluation["wall_seconds"])
+
+
 def seed_times(seed_evals: list[list[dict]], target: float, key: str) -> dict:
-    """Per seed: wall-clock seconds and iterations to first reach `target`. A seed that never reaches it is
+    """Per seed: training seconds (training_seconds) and iterations to first reach `target`. A seed that never reaches it is
     kept, counted at its run's end (its last evaluation): a lower bound on its true time, flagged in `reached`."""
     seconds, iterations, reached = [], [], []
     for history in seed_evals:
         hit = first_reaching(history, target, key)
         at = hit if hit is not None else history[-1]
-        seconds.append(float(at["wall_seconds"]))
+        seconds.append(float(training_seconds(at)))
         iterations.append(int(at["iteration"]))
         reached.append(hit is not None)
     return {"seconds_by_seed": seconds, "iterations_by_seed": iterations, "reached_by_seed": reached,
             "reached": sum(reached)}
 
 
-def speedup_interval(reference: list[float], times: list[float], confidence: float = 0.95) -> tuple[float, float | None, float | None]:
+def speedup_interval(reference: list[float], times: list[float], confidence: float = 0.95) -> tuple[float | None, float | None, float | None]:
     """How many times sooner `times` reach the target than `reference`: mean(reference) / mean(times), and its
     confidence interval, or None where either side has fewer than two seeds.
 
@@ -51,6 +57,8 @@ def speedup_interval(reference: list[float], times: list[float], confidence: flo
     from scipy import stats
 
     ref, own = np.asarray(reference, dtype=float), np.asarray(times, dtype=float)
+    if ref.mean() <= 0 or own.mean() <= 0:  # a target the base already meets: no time to compare
+        return None, None, None
     ratio = float(ref.mean() / own.mean())
     if ref.size < 2 or own.size < 2:
         return ratio, None, None

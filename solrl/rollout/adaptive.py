@@ -2,10 +2,11 @@
 in chunks until its proxy rewards show contrast or the cap N = rollout.explore_seeds is reached, then select K
 of what was explored (selection.py).
 
-Why: fixed-N Sol-RL spends the same N explorations on every prompt. Where the first K already hold both a
-success and a failure, more seeds mostly buy a slightly wider best-worst gap; where they hold none (a hard
+Why: fixed-N Sol-RL spends the same N explorations on every prompt. Where the first chunk already holds both
+a success and a failure, more seeds mostly buy a slightly wider best-worst gap; where it holds none (a hard
 prompt: every image wrong), only more seeds can find the rare success that gives the group something to
-learn from. Contrast, per prompt, over the seeds explored so far:
+learn from. The chunk is 2K by default (rollout.adaptive_chunk=0): a chunk of K would, wherever it holds
+contrast, select every seed it explored, paying for exploring and regenerating with nothing chosen. Contrast, per prompt, over the seeds explored so far:
 - `strict`: at least one success and one failure under the reward's strict (0/1) part. With a continuous
   reward, a group of all-wrong images still has spread (issue 36: no group had zero spread under
   geneval_gold), so the spread alone would stop at once on exactly the prompts where exploring pays;

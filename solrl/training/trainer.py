@@ -241,7 +241,7 @@ class Trainer:
 
     def rollout_spec(self) -> RolloutSpec:
         c, s, r = self.cfg.train, self.cfg.sampling, self.cfg.rollout
-        adaptive = AdaptiveExploration(r.adaptive_chunk or c.group_size, r.adaptive_contrast, r.adaptive_min_spread) if r.adaptive else None
+        adaptive = AdaptiveExploration(r.adaptive_chunk or min(2 * c.group_size, r.explore_seeds), r.adaptive_contrast, r.adaptive_min_spread) if r.adaptive else None
         return RolloutSpec(r.family, c.group_size, r.explore_seeds, s.steps, r.explore_steps, s.solver, s.guidance,
                            s.batch_size, r.selection, c.autocast_bf16, adaptive=adaptive)
 
@@ -353,12 +353,21 @@ class Trainer:
         """Wall-clock seconds of this run, earlier sessions included."""
         return self.state.elapsed + time.time() - self._session_start
 
+    def train_seconds(self) -> float:
+        """Wall-clock seconds less every evaluation so far (the eval history is checkpointed, so this survives a
+        resume): evaluating is measuring, and its cost grows with the iterations a run makes, not with what an
+        iteration costs. The time budget and time to target read it."""
+        return self.elapsed() - sum(e.get("seconds_eval", 0.0) for e in self.eval_history)
+
     def _record_eval(self) -> dict | None:
         if not self.evaluates:  # the others wait for rank 0 at the next collective
             return None
+        start = time.time()
         summary = self.validate()
-        summary.update({"iteration": self.state.iteration, "wall_seconds": round(self.elapsed(), 1)})
+        summary["seconds_eval"] = round(time.time() - start, 2)
         self.eval_history.append(summary)
+        summary.update({"iteration": self.state.iteration, "wall_seconds": round(self.elapsed(), 1),
+                        "train_seconds": round(self.train_seconds(), 1)})
         self.logger.log("eval", self.state.iteration, summary)
         return summary
 
@@ -373,7 +382,7 @@ class Trainer:
         bar = tqdm(total=cfg.iterations, initial=self.state.iteration, desc="train", disable=self.quiet, dynamic_ncols=True)
         last = {}
         while self.state.iteration < cfg.iterations:
-            over_budget = bool(cfg.time_budget_minutes) and self.elapsed() >= cfg.time_budget_minutes * 60
+            over_budget = bool(cfg.time_budget_minutes) and self.train_seconds() >= cfg.time_budget_minutes * 60
             if self.world.gather(over_budget)[0]:  # rank 0's clock decides for all
                 log.info("time budget of %.1f min reached after %d iterations", cfg.time_budget_minutes, self.state.iteration)
                 break
