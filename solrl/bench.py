@@ -241,7 +241,7 @@ def write_convergence_report(results: dict, out_dir: str, command: str) -> Path:
                      f"{fmt(r['explore_cost_ratio'])} | "
                      + " | ".join(metric_cell(r, name, dnft) for name, _ in TABLE_METRICS.values())
                      + f" | {below} | {fmt(r['min_world_likeness'], 3)} | {fmt(r['proxy_full_spearman'])} |")
-    lines += ["", "Time to target: per seed, the wall-clock seconds (and iterations) of the first held-out evaluation at "
+    lines += ["", "Time to target: per seed, the training seconds (wall-clock less every evaluation) and iterations of the first held-out evaluation at "
               "or above the target; a seed that never reached it counts at its run's end (\">=\", a lower bound). "
               "Speed-up: diffusionnft's mean seconds over the family's, with a 95% interval (delta method on the log "
               "ratio, Welch degrees of freedom: solrl/reporting/time_to_target.py); \"faster\" / \"slower\" only where "

@@ -488,7 +488,14 @@ def main(argv: list[str] | None = None) -> int:
     from .rewards.guard import RewardFault
     from .training.checkpoint import CheckpointError
 
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    # dotted overrides may follow the options too (`bench convergence --minutes 3 train.lr=1e-4`): argparse
+    # stops a positional list at the first option, so the ones after it come back unparsed
+    if extra and hasattr(args, "overrides") and all("=" in a and not a.startswith("-") for a in extra):
+        args.overrides = [*(args.overrides or []), *extra]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.fn(args)
     # bad input, named and explained (ConfigError is a ValueError); any other exception is a bug: traceback

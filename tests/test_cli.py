@@ -62,3 +62,12 @@ def test_a_bug_is_not_dressed_up_as_bad_input(monkeypatch, capsys):
         main(["sample", "a red circle"])
     assert main(["eval", "--reward", "genevel"]) == 2
     assert "unknown reward 'genevel'" in capsys.readouterr().err
+
+
+def test_overrides_after_options_are_overrides_and_anything_else_is_refused(capsys):
+    # a typo in an override placed after an option still reaches the config check, not argparse
+    assert main(["train", "configs/toy_nft.yaml", "--quiet", "train.lrr=1"]) == 2
+    assert "did you mean 'lr'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["train", "configs/toy_nft.yaml", "--quiet", "stray"])
+    assert "unrecognized arguments: stray" in capsys.readouterr().err
