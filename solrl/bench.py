@@ -14,7 +14,8 @@ from .config import load_config
 from .precision.recipes import cpu_label
 from .reporting.curves import plot_family_curves
 from .reporting.metrics_log import read_jsonl
-from .reporting.time_to_target import explore_cost_ratio, first_reaching, seed_times, speedup_interval, target_metric, time_verdict
+from .reporting.time_to_target import (explore_cost_ratio, first_reaching, seed_times, speedup_interval, target_metric,
+                                      time_verdict, training_seconds)
 
 FAMILY_PRESETS = {
     "diffusionnft": "configs/toy_diffusionnft.yaml",
@@ -34,9 +35,10 @@ def family_config(family: str, overrides: list[str]):
 
 
 def time_to_reach(history: list[dict], target: float) -> float | None:
-    """Wall-clock seconds of the first evaluation whose held-out score is at or above `target` (None if never)."""
+    """Training seconds (evaluations left out) of the first evaluation whose held-out score is at or above `target`
+    (None if never)."""
     hit = first_reaching(history, target)
-    return hit["wall_seconds"] if hit is not None else None
+    return training_seconds(hit) if hit is not None else None
 
 
 def mean_interval(values, confidence: float = 0.95) -> tuple[float, float]:
