@@ -43,7 +43,7 @@ AWMWeighting = Literal["uniform", "ghuber"]
 RolloutFamily = Literal["diffusionnft", "naive_scaling", "naive_quant", "sol_rl"]
 SelectionMode = Literal["best_worst", "random", "mean_deviation", "extremes_random"]
 ExploreLayers = Literal["reference", "all"]
-ContrastRule = Literal["strict", "spread"]  # when adaptive exploration has found what it explores for (rollout/adaptive.py)
+ContrastRule = Literal["balanced", "strict", "spread"]  # when adaptive exploration has found what it explores for (rollout/adaptive.py)
 
 
 def compile_scope(value: str | bool) -> str:
@@ -191,7 +191,7 @@ class RolloutConfig:
     compile: CompileScope | bool = "auto"  # torch.compile the explore engine (quantization fused with its neighbours)
     adaptive: bool = False           # sol_rl: explore each prompt in chunks until its proxy rewards show contrast, explore_seeds at most (rollout/adaptive.py)
     adaptive_chunk: int = 0          # seeds per prompt per chunk, K..N; 0 = 2K (at most N): a chunk of K would select all it explored
-    adaptive_contrast: ContrastRule = "strict"  # strict: a success and a failure under the reward's strict part | spread: proxy max - min >= adaptive_min_spread
+    adaptive_contrast: ContrastRule = "balanced"  # balanced: K//2 successes and K - K//2 failures under the reward's strict part | strict: one of each | spread: proxy max - min >= adaptive_min_spread
     adaptive_min_spread: float = 0.1 # the proxy spread that counts as contrast under adaptive_contrast=spread
 
     def __post_init__(self):

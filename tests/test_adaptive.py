@@ -37,6 +37,32 @@ def test_has_contrast_under_each_rule():
         has_contrast(scores, {"referee": scores}, STRICT)
 
 
+def test_balanced_contrast_waits_until_the_selection_can_be_filled():
+    # K = 5: best_worst keeps the 2 best and the 3 worst, so it wants 2 successes and 3 failures
+    rule = AdaptiveExploration(chunk=10, contrast="balanced", group_size=5)
+    verdicts = lambda *v: {"strict": torch.tensor(v, dtype=torch.float)}  # noqa: E731
+    scores = torch.linspace(0, 1, 6)
+    assert not has_contrast(scores[:5], verdicts(1, 0, 0, 0, 0), rule)      # one success: the top 2 would mix
+    assert not has_contrast(scores[:5], verdicts(1, 1, 1, 0, 0), rule)      # two failures: the bottom 3 would mix
+    assert has_contrast(scores[:5], verdicts(1, 1, 0, 0, 0), rule)          # exactly enough of each
+    assert has_contrast(scores, verdicts(1, 0, 1, 0, 1, 0), rule)
+    assert not has_contrast(scores, verdicts(1, 1, 1, 1, 1, 0), rule)       # an easy prompt keeps looking for failures
+    with pytest.raises(ValueError, match="group_size"):
+        has_contrast(scores, verdicts(1, 0, 1, 0, 1, 0), AdaptiveExploration(chunk=10, contrast="balanced"))
+
+
+def test_balanced_explores_further_than_strict_where_a_group_is_short_of_one_verdict():
+    # cap N = 12, chunk 4, K = 4 (2 successes, 2 failures). Group 0: one success in its first chunk, the second at
+    # index 6: strict stops after 4 seeds, balanced after 8. Group 1: two of each in its first chunk: both stop at 4.
+    strict = {1: 1.0, 6: 1.0, 12: 1.0, 13: 1.0}
+    calls = []
+    _, _, explored = explore_in_chunks(_fake_explore(strict, calls), 2, 12, STRICT)
+    assert explored == [4, 4]
+    calls = []
+    _, _, explored = explore_in_chunks(_fake_explore(strict, calls), 2, 12, AdaptiveExploration(4, "balanced", group_size=4))
+    assert explored == [8, 4] and calls == [[0, 1, 2, 3, 12, 13, 14, 15], [4, 5, 6, 7]]
+
+
 def test_chunks_stop_where_contrast_appears_and_never_pass_the_cap():
     # cap N = 12, chunk 4. Group 0 (rows 0-11): its first success at index 5, so it stops after 8 seeds. Group 1
     # (rows 12-23): success and failure among its first 4. Group 2 (rows 24-35): never a success, explores to the cap.
@@ -48,7 +74,7 @@ def test_chunks_stop_where_contrast_appears_and_never_pass_the_cap():
     assert rows == [r for call in calls for r in call] and len(results) == 3
     # a chunk that does not divide the cap: the last round takes what is left, never more
     calls = []
-    _, _, explored = explore_in_chunks(_fake_explore({}, calls), 2, 12, AdaptiveExploration(chunk=5))
+    _, _, explored = explore_in_chunks(_fake_explore({}, calls), 2, 12, AdaptiveExploration(chunk=5, contrast="strict"))
     assert explored == [12, 12] and [len(c) for c in calls] == [10, 10, 4]
     assert max(r % 12 for c in calls for r in c) == 11
 
@@ -139,3 +165,12 @@ def test_an_adaptive_run_resumes_bit_exactly_and_logs_what_it_explored(tiny_toy_
     explored = [[(t["explored_seeds_mean"], t["explored_seeds_max"]) for t in log] for log in logged]
     assert explored[0] == explored[1] and len(explored[0]) == 4
     assert all(2 <= mean <= top <= 6 for mean, top in explored[0])
+
+
+def test_the_trainer_gives_the_balanced_rule_its_group_size():
+    from solrl.training.trainer import Trainer
+
+    cfg = load_config("configs/toy_sol_rl.yaml", ["rollout.adaptive=true"])
+    rule = Trainer.rollout_spec(SimpleNamespace(cfg=cfg)).adaptive
+    assert rule == AdaptiveExploration(chunk=2 * cfg.train.group_size, contrast="balanced", min_spread=0.1,
+                                       group_size=cfg.train.group_size)

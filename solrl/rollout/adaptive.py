@@ -7,10 +7,16 @@ a success and a failure, more seeds mostly buy a slightly wider best-worst gap; 
 prompt: every image wrong), only more seeds can find the rare success that gives the group something to
 learn from. The chunk is 2K by default (rollout.adaptive_chunk=0): a chunk of K would, wherever it holds
 contrast, select every seed it explored, paying for exploring and regenerating with nothing chosen. Contrast, per prompt, over the seeds explored so far:
-- `strict`: at least one success and one failure under the reward's strict (0/1) part. With a continuous
-  reward, a group of all-wrong images still has spread (issue 36: no group had zero spread under
-  geneval_gold), so the spread alone would stop at once on exactly the prompts where exploring pays;
+- `balanced` (the default): enough successes and failures under the reward's strict (0/1) part to fill the
+  selection, K//2 successes and K - K//2 failures (best_worst keeps that many best and worst). From there
+  more seeds cannot change which verdicts the selected K carry, only how far apart their continuous
+  rewards are: the point where exploring stops buying contrast;
+- `strict`: at least one success and one failure. Measured on the hard split (docs/where-exploration-pays.md)
+  it stops too soon: a prompt with a success and a failure among 2K seeds selects K of 2K, a weaker group
+  than K of N, and the runs learned less per iteration than fixed N;
 - `spread`: max - min of the proxy rewards >= rollout.adaptive_min_spread, for rewards without a strict part.
+  With a continuous reward a group of all-wrong images still has spread (issue 36: no group had zero spread
+  under geneval_gold), so the spread alone stops at once on exactly the prompts where exploring pays.
 
 Seeds stay a pure function of (run seed, iteration, prompt group, index): prompt group g explores the first
 n_g of the same N seeds fixed-N Sol-RL would draw (flat index g * N + i), so runs resume exactly, and a rank
@@ -28,18 +34,24 @@ STRICT_SUCCESS = 0.5  # a strict part is 0/1: a value above the middle is a succ
 @dataclass(frozen=True)
 class AdaptiveExploration:
     chunk: int                   # seeds explored per prompt and round (>= K)
-    contrast: str = "strict"     # strict | spread (config.ContrastRule)
+    contrast: str = "balanced"   # balanced | strict | spread (config.ContrastRule)
     min_spread: float = 0.1      # the proxy spread that counts as contrast under `spread`
+    group_size: int = 0          # K, the seeds selected per prompt: `balanced` needs it
 
 
 def has_contrast(scores: torch.Tensor, parts: dict[str, torch.Tensor], rule: AdaptiveExploration) -> bool:
     """Whether one prompt's explored seeds (their proxy scores and reward parts) show contrast under `rule`."""
+    if rule.contrast == "balanced" and rule.group_size < 1:
+        raise ValueError("adaptive_contrast=balanced fills a selection of K seeds: give AdaptiveExploration its group_size K")
     if rule.contrast == "spread":
         return float(scores.max() - scores.min()) >= rule.min_spread
     if "strict" not in parts:
-        raise ValueError(f"rollout.adaptive_contrast=strict needs a reward with a strict (0/1) part; this one reports "
+        raise ValueError(f"rollout.adaptive_contrast={rule.contrast} needs a reward with a strict (0/1) part; this one reports "
                          f"{', '.join(parts) or 'no parts'}: set rollout.adaptive_contrast=spread")
     success = parts["strict"] > STRICT_SUCCESS
+    if rule.contrast == "balanced":
+        wanted_best = rule.group_size // 2
+        return int(success.sum()) >= wanted_best and int((~success).sum()) >= rule.group_size - wanted_best
     return bool(success.any() and not success.all())
 
 

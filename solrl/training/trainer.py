@@ -242,7 +242,7 @@ class Trainer:
     def rollout_spec(self) -> RolloutSpec:
         c, s, r = self.cfg.train, self.cfg.sampling, self.cfg.rollout
         chunk = r.adaptive_chunk or min(2 * c.group_size, r.explore_seeds)
-        adaptive = AdaptiveExploration(chunk, r.adaptive_contrast, r.adaptive_min_spread) if r.adaptive else None
+        adaptive = AdaptiveExploration(chunk, r.adaptive_contrast, r.adaptive_min_spread, c.group_size) if r.adaptive else None
         return RolloutSpec(r.family, c.group_size, r.explore_seeds, s.steps, r.explore_steps, s.solver, s.guidance,
                            s.batch_size, r.selection, c.autocast_bf16, adaptive=adaptive)
 
