@@ -397,7 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="benchmarks: `bench convergence` runs the four Sol-RL families side by side")
     p.add_argument("which", choices=["convergence"], help="which benchmark")
     p.add_argument("overrides", nargs="*", help="dotted overrides applied to every family, e.g. rollout.explore_seeds=96")
-    p.add_argument("--minutes", type=float, default=10.0, help="wall-clock budget per family (default 10)")
+    p.add_argument("--minutes", type=float, default=10.0, help="training-time budget per run in minutes, evaluations left out (default 10)")
     p.add_argument("--families", nargs="+", default=None, help="families to run (default: diffusionnft naive_scaling naive_quant sol_rl; "
                    "also sol_rl_adaptive: sol_rl with rollout.adaptive=true)")
     p.add_argument("--out", default="runs/convergence", help="directory for the runs, convergence.png/.md/.json")

@@ -1,5 +1,6 @@
 """`solrl bench convergence` in its quick mode: it runs all four families and writes its report."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,6 +34,28 @@ def test_quick_convergence_run_writes_table_and_plot(tiny_toy_dir, tmp_path):
     assert next(r for r in rows if r["family"] == "naive_scaling")["rollout_speedup_vs_naive_scaling"] == 1.0
     assert (tmp_path / "convergence.png").stat().st_size > 0 and "sol_rl" in report.read_text()
     assert convergence_table(results) == rows
+
+
+def test_runs_go_seed_by_seed_so_a_slow_stretch_falls_on_every_family(tmp_path, monkeypatch):
+    import solrl.training.trainer as trainer_module
+
+    order = []
+
+    class Recorder:  # stands in for the Trainer: notes the run and writes the logs run_convergence reads
+        def __init__(self, cfg, quiet):
+            self.out = Path(cfg.out_dir)
+
+        def train(self):
+            order.append(self.out.name)
+            self.out.mkdir(parents=True)
+            (self.out / "eval.jsonl").write_text('{"iteration": 0, "mean_score": 0.5}\n')
+            (self.out / "train.jsonl").write_text("")
+            (self.out / "config.yaml").write_text("seed: 0\n")
+
+    monkeypatch.setattr(trainer_module, "Trainer", Recorder)
+    results = run_convergence(0.1, str(tmp_path), ["diffusionnft", "sol_rl"], seeds=2)
+    assert order == ["diffusionnft__seed0", "sol_rl__seed0", "diffusionnft__seed1", "sol_rl__seed1"]
+    assert list(results) == ["diffusionnft", "sol_rl"] and len(results["sol_rl"]["seed_evals"]) == 2
 
 
 def test_mean_interval_is_the_student_t_interval():
