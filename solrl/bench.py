@@ -214,7 +214,7 @@ def target_cells(t: dict | None) -> list[str]:
 def write_convergence_report(results: dict, out_dir: str, command: str) -> Path:
     out = Path(out_dir)
     plot_family_curves({f: r["eval"] for f, r in results.items()}, out / "convergence.png",
-                       "four families: means over seeds, 95% bands", metrics=tuple(TABLE_METRICS))
+                       f"{', '.join(results)}: means over seeds, 95% bands", metrics=tuple(TABLE_METRICS))
     rows = convergence_table(results)
     histories = {f: r["eval"] for f, r in results.items()}
     (out / "convergence.json").write_text(json.dumps({"rows": rows, "histories": histories}, indent=2) + "\n")
@@ -223,7 +223,7 @@ def write_convergence_report(results: dict, out_dir: str, command: str) -> Path:
     dnft = next((r for r in rows if r["family"] == "diffusionnft"), None)
     target = dnft["time_to_target"] if dnft else None
     lines = [
-        "# Convergence: the four families under one wall-clock budget", "",
+        "# Convergence: the families under one training-time budget", "",
         f"Measured {datetime.date.today().isoformat()} on {cpu_label()}{gpu}, {platform.machine()}, "
         f"{torch.get_num_threads()} threads, torch {torch.__version__}.",
         f"Command: `{command}`", "",
@@ -341,7 +341,7 @@ def write_objective_report(results: dict, out_dir: str, command: str, target: fl
     rows, target = objective_table(results, target)
     (out / "objectives.json").write_text(json.dumps({"target": target, "rows": rows}, indent=2) + "\n")
     lines = [
-        "# Convergence: objectives x rollout families under one wall-clock budget", "",
+        "# Convergence: objectives x rollout families under one training-time budget", "",
         f"Measured {datetime.date.today().isoformat()}, {platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}.",
         f"Command: `{command}`", f"Target: held-out reward {fmt(target, 3)}"
         + (" (nft on diffusionnft, final)" if target is not None else ""), "", "![objectives](objectives.png)", "",

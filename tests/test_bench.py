@@ -1,4 +1,4 @@
-"""`solrl bench convergence` in its quick mode: it runs all four families and writes its report."""
+"""`solrl bench convergence` in its quick mode (it runs all four families and writes its report), its statistics and curves."""
 import json
 from pathlib import Path
 
@@ -220,3 +220,20 @@ def test_time_to_target_leads_the_report(tmp_path):
     assert "Target: held-out strict_accuracy 0.850" in report
     assert "| sol_rl | 110 ± 127 (2/2 reached: 100, 120) | 10 ± 0 (2/2 reached: 10, 10) | 1.91 [" in report
     assert "(1/2 reached: >=220, 200)" in report
+
+
+def test_family_curves_run_on_training_time_where_every_evaluation_has_it(tmp_path, monkeypatch):
+    import solrl.reporting.curves as curves
+
+    figures = []
+    finish = curves._finish
+    monkeypatch.setattr(curves, "_finish", lambda fig, *a: figures.append(fig) or finish(fig, *a))
+    timed = {"a": [{"iteration": 0, "wall_seconds": 30.0, "train_seconds": 0.0, "mean_score": 0.1},
+                   {"iteration": 4, "wall_seconds": 120.0, "train_seconds": 60.0, "mean_score": 0.2}]}
+    curves.plot_family_curves(timed, tmp_path / "timed.png")
+    left = figures[-1].axes[0]
+    assert list(left.lines[0].get_xdata()) == [0.0, 1.0] and "training time" in left.get_xlabel()
+    older = {"a": [{k: v for k, v in e.items() if k != "train_seconds"} for e in timed["a"]]}  # logs before stop 38
+    curves.plot_family_curves(older, tmp_path / "older.png")
+    left = figures[-1].axes[0]
+    assert list(left.lines[0].get_xdata()) == [0.5, 2.0] and left.get_xlabel() == "wall-clock (minutes)"

@@ -51,7 +51,9 @@ METRIC_LABELS = {"mean_score": "held-out mean reward", "strict_accuracy": "held-
 
 def plot_family_curves(histories: dict[str, list[dict]], out: Path, title: str = "",
                        metrics: tuple[str, ...] = ("mean_score",)) -> Path:
-    """Several runs' held-out metrics against wall-clock (left) and iteration (right), a row per metric.
+    """Several runs' held-out metrics against time (left) and iteration (right), a row per metric. Time is the
+    training time (`train_seconds`: wall-clock less every evaluation, the clock of the time budget and of time
+    to target) where every evaluation has it, else the wall-clock of older logs.
     Where a history carries `<metric>_ci` (means over seeds), the 95% interval is drawn as a band."""
     import matplotlib
 
@@ -59,13 +61,14 @@ def plot_family_curves(histories: dict[str, list[dict]], out: Path, title: str =
     import matplotlib.pyplot as plt
 
     metrics = [m for m in metrics if any(m in e for h in histories.values() for e in h)] or ["mean_score"]
+    clock = "train_seconds" if all("train_seconds" in e for h in histories.values() for e in h) else "wall_seconds"
     fig, axes = plt.subplots(len(metrics), 2, figsize=(11, 3.6 * len(metrics)), squeeze=False)
     for row, metric in zip(axes, metrics):
         for name, history in histories.items():
             evals = [e for e in history if metric in e]
             y = [e[metric] for e in evals]
             ci = [e.get(f"{metric}_ci") for e in evals]
-            for ax, x in ((row[0], [e["wall_seconds"] / 60 for e in evals]), (row[1], [e["iteration"] for e in evals])):
+            for ax, x in ((row[0], [e[clock] / 60 for e in evals]), (row[1], [e["iteration"] for e in evals])):
                 line, = ax.plot(x, y, "o-", ms=3, label=name)
                 if y and all(c is not None and c == c for c in ci):  # nan: a single seed, no band
                     ax.fill_between(x, [v - c for v, c in zip(y, ci)], [v + c for v, c in zip(y, ci)],
@@ -73,6 +76,6 @@ def plot_family_curves(histories: dict[str, list[dict]], out: Path, title: str =
         row[0].set_ylabel(METRIC_LABELS.get(metric, metric))
         for ax in row:
             ax.grid(alpha=0.3)
-    axes[-1][0].set_xlabel("wall-clock (minutes)")
+    axes[-1][0].set_xlabel("training time (minutes, evaluations left out)" if clock == "train_seconds" else "wall-clock (minutes)")
     axes[-1][1].set_xlabel("iteration")
     return _finish(fig, axes[0], out, title)
