@@ -48,7 +48,7 @@ def test_balanced_contrast_waits_until_the_selection_can_be_filled():
     assert has_contrast(scores, verdicts(1, 0, 1, 0, 1, 0), rule)
     assert not has_contrast(scores, verdicts(1, 1, 1, 1, 1, 0), rule)       # an easy prompt keeps looking for failures
     with pytest.raises(ValueError, match="group_size"):
-        has_contrast(scores, verdicts(1, 0, 1, 0, 1, 0), AdaptiveExploration(chunk=10, contrast="balanced"))
+        AdaptiveExploration(chunk=10, contrast="balanced")  # refused where it is made, not at its first use
 
 
 def test_balanced_explores_further_than_strict_where_a_group_is_short_of_one_verdict():

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .selection import best_worst_sizes
+
 STRICT_SUCCESS = 0.5  # a strict part is 0/1: a value above the middle is a success
 
 
@@ -38,11 +40,13 @@ class AdaptiveExploration:
     min_spread: float = 0.1      # the proxy spread that counts as contrast under `spread`
     group_size: int = 0          # K, the seeds selected per prompt: `balanced` needs it
 
+    def __post_init__(self):
+        if self.contrast == "balanced" and self.group_size < 1:
+            raise ValueError("adaptive_contrast=balanced fills a selection of K seeds: give AdaptiveExploration its group_size K")
+
 
 def has_contrast(scores: torch.Tensor, parts: dict[str, torch.Tensor], rule: AdaptiveExploration) -> bool:
     """Whether one prompt's explored seeds (their proxy scores and reward parts) show contrast under `rule`."""
-    if rule.contrast == "balanced" and rule.group_size < 1:
-        raise ValueError("adaptive_contrast=balanced fills a selection of K seeds: give AdaptiveExploration its group_size K")
     if rule.contrast == "spread":
         return float(scores.max() - scores.min()) >= rule.min_spread
     if "strict" not in parts:
@@ -50,8 +54,8 @@ def has_contrast(scores: torch.Tensor, parts: dict[str, torch.Tensor], rule: Ada
                          f"{', '.join(parts) or 'no parts'}: set rollout.adaptive_contrast=spread")
     success = parts["strict"] > STRICT_SUCCESS
     if rule.contrast == "balanced":
-        wanted_best = rule.group_size // 2
-        return int(success.sum()) >= wanted_best and int((~success).sum()) >= rule.group_size - wanted_best
+        best, worst = best_worst_sizes(rule.group_size)
+        return int(success.sum()) >= best and int((~success).sum()) >= worst
     return bool(success.any() and not success.all())
 
 

@@ -10,6 +10,11 @@ from ..config import SelectionMode
 SELECTION_MODES = typing.get_args(SelectionMode)
 
 
+def best_worst_sizes(k: int) -> tuple[int, int]:
+    """How many best and how many worst seeds best_worst keeps of K: K//2 best, an odd K's extra one worst."""
+    return k // 2, k - k // 2
+
+
 def select_seeds(proxy_rewards: torch.Tensor, k: int, mode: str = "best_worst", generator: torch.Generator | None = None) -> torch.Tensor:
     """Indices (sorted) of the K selected seeds among N = len(proxy_rewards).
 
@@ -32,7 +37,7 @@ def select_seeds(proxy_rewards: torch.Tensor, k: int, mode: str = "best_worst", 
     r = proxy_rewards.double()
     order = torch.sort(r, stable=True).indices          # ascending; ties by index
     if mode == "best_worst":
-        best = k // 2
+        best, _ = best_worst_sizes(k)
         picked = torch.cat([order[: k - best], order[n - best:]])
     elif mode == "random":
         picked = torch.randperm(n, generator=generator)[:k]
