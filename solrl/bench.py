@@ -52,19 +52,33 @@ def mean_interval(values, confidence: float = 0.95) -> tuple[float, float]:
 
 
 def aggregate_seeds(histories: list[list[dict]]) -> list[dict]:
-    """Evaluation histories of several seeds -> one: per evaluation (same iterations, cut to the shortest
-    run), the mean of every number and, for the scores, `<key>_ci`: the 95% interval's half-width."""
-    rows = []
-    for evals in zip(*histories):
-        row = {"iteration": evals[0].get("iteration"), "seeds": len(evals)}
-        for key in evals[0]:
-            values = [e.get(key) for e in evals]
-            if key != "iteration" and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-                row[key], half = mean_interval(values)
-                if key in (*TABLE_METRICS, "world_likeness"):
-                    row[f"{key}_ci"] = half
-        rows.append(row)
+    """Evaluation histories of several seeds -> one, each row the mean over every seed of each number and, for
+    the scores, `<key>_ci`: the 95% interval's half-width. A row per iteration that every seed evaluated, then,
+    where some seed ran further, one row (`final`: True) of each seed's last evaluation at the budget, the
+    values the table's finals are. Evaluations only some seeds made are left out: a mean over whichever seeds
+    got that far would jump with the seeds it lost."""
+    common = set.intersection(*({_iteration(e) for e in h} for h in histories))
+    rows = [_mean_row([next(e for e in h if _iteration(e) == it) for h in histories]) for it in sorted(common)]
+    if any(_iteration(h[-1]) not in common for h in histories):
+        rows.append(dict(_mean_row([h[-1] for h in histories]), final=True))
     return rows
+
+
+def _iteration(evaluation: dict) -> int:
+    return evaluation.get("iteration", evaluation.get("step"))  # eval logs carry both; older ones `step` only
+
+
+def _mean_row(evals: list[dict]) -> dict:
+    row = {"iteration": _iteration(evals[0]), "seeds": len(evals)}
+    for key in evals[0]:
+        values = [e.get(key) for e in evals]
+        if key != "iteration" and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            row[key], half = mean_interval(values)
+            if key in (*TABLE_METRICS, "world_likeness"):
+                row[f"{key}_ci"] = half
+    if len({_iteration(e) for e in evals}) > 1:  # the seeds' last evaluations: where each one's budget ended
+        row["iteration"] = float(np.mean([_iteration(e) for e in evals]))
+    return row
 
 
 def refuse_pickled_runs(out: Path, skip_existing: bool) -> None:
@@ -177,7 +191,7 @@ def convergence_table(results: dict) -> list[dict]:
         train, seed_evals = r["train"], r["seed_evals"]
         spearman = [v for v in (t.get("proxy_full_spearman") for t in train) if v is not None and not np.isnan(v)]
         rows.append({"family": family, "seeds": len(seed_evals), "time_to_target": targets.get(family),
-                     "iterations": r["eval"][-1]["iteration"],
+                     "iterations": max(ev[-1]["iteration"] for ev in seed_evals),
                      "iterations_by_seed": [ev[-1]["iteration"] for ev in seed_evals], **final_metrics(seed_evals),
                      "referee_below_base": referee_below_base(seed_evals),
                      "min_world_likeness": min((e["world_likeness"] for ev in seed_evals for e in ev if "world_likeness" in e),

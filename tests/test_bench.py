@@ -83,6 +83,21 @@ def test_several_seeds_give_means_with_intervals(tiny_toy_dir, tmp_path):
     assert aggregate_seeds([[{"iteration": 0, "mean_score": 0.2}], [{"iteration": 0, "mean_score": 0.4}]])[0]["mean_score"] == pytest.approx(0.3)
 
 
+def test_aggregate_seeds_keeps_the_common_evaluations_and_each_seeds_final():
+    """Seed a stopped at iteration 7, seed b ran to 10: iterations 0, 3, 6 are means over both; b's 9, which a
+    did not reach, is left out; the last row is the two finals (0.5 at 7, 0.7 at 10) at their mean iteration."""
+    a = [{"iteration": i, "train_seconds": t, "mean_score": m} for i, t, m in ((0, 0, 0.1), (3, 30, 0.2), (6, 60, 0.3), (7, 90, 0.5))]
+    b = [{"iteration": i, "train_seconds": t, "mean_score": m}
+         for i, t, m in ((0, 0, 0.1), (3, 25, 0.4), (6, 50, 0.5), (9, 75, 0.9), (10, 90, 0.7))]
+    rows = aggregate_seeds([a, b])
+    assert [r["iteration"] for r in rows] == [0, 3, 6, 8.5]
+    assert [r["mean_score"] for r in rows] == pytest.approx([0.1, 0.3, 0.4, 0.6])
+    assert [r.get("final", False) for r in rows] == [False, False, False, True] and all(r["seeds"] == 2 for r in rows)
+    assert rows[-1]["train_seconds"] == 90
+    # runs that end on the same evaluation need no extra row
+    assert [r["iteration"] for r in aggregate_seeds([a, a])] == [0, 3, 6, 7]
+
+
 def _evals(*rows):
     return [{"iteration": i * 10, "mean_score": m, "strict_accuracy": s, "gold_accuracy": g, "referee_accuracy": g}
             for i, (m, s, g) in enumerate(rows)]

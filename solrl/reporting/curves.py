@@ -54,7 +54,8 @@ def plot_family_curves(histories: dict[str, list[dict]], out: Path, title: str =
     """Several runs' held-out metrics against time (left) and iteration (right), a row per metric. Time is the
     training time (`train_seconds`: wall-clock less every evaluation, the clock of the time budget and of time
     to target) where every evaluation has it, else the wall-clock of older logs.
-    Where a history carries `<metric>_ci` (means over seeds), the 95% interval is drawn as a band."""
+    Where a history carries `<metric>_ci` (means over seeds), the 95% interval is drawn as a band; a last row
+    marked `final` (the seeds' last evaluations, bench.aggregate_seeds) gets an open circle."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -70,6 +71,8 @@ def plot_family_curves(histories: dict[str, list[dict]], out: Path, title: str =
             ci = [e.get(f"{metric}_ci") for e in evals]
             for ax, x in ((row[0], [e[clock] / 60 for e in evals]), (row[1], [e["iteration"] for e in evals])):
                 line, = ax.plot(x, y, "o-", ms=3, label=name)
+                if evals and evals[-1].get("final"):  # the seeds' finals at the budget, at their mean iteration
+                    ax.plot(x[-1], y[-1], "o", ms=7, mfc="none", color=line.get_color())
                 if y and all(c is not None and c == c for c in ci):  # nan: a single seed, no band
                     ax.fill_between(x, [v - c for v, c in zip(y, ci)], [v + c for v, c in zip(y, ci)],
                                     color=line.get_color(), alpha=0.15, lw=0)
