@@ -57,27 +57,23 @@ def aggregate_seeds(histories: list[list[dict]]) -> list[dict]:
     where some seed ran further, one row (`final`: True) of each seed's last evaluation at the budget, the
     values the table's finals are. Evaluations only some seeds made are left out: a mean over whichever seeds
     got that far would jump with the seeds it lost."""
-    common = set.intersection(*({_iteration(e) for e in h} for h in histories))
-    rows = [_mean_row([next(e for e in h if _iteration(e) == it) for h in histories]) for it in sorted(common)]
-    if any(_iteration(h[-1]) not in common for h in histories):
+    common = set.intersection(*({e["iteration"] for e in h} for h in histories))
+    rows = [_mean_row([next(e for e in h if e["iteration"] == it) for h in histories]) for it in sorted(common)]
+    if any(h[-1]["iteration"] not in common for h in histories):
         rows.append(dict(_mean_row([h[-1] for h in histories]), final=True))
     return rows
 
 
-def _iteration(evaluation: dict) -> int:
-    return evaluation.get("iteration", evaluation.get("step"))  # eval logs carry both; older ones `step` only
-
-
 def _mean_row(evals: list[dict]) -> dict:
-    row = {"iteration": _iteration(evals[0]), "seeds": len(evals)}
+    row = {"iteration": evals[0]["iteration"], "seeds": len(evals)}
     for key in evals[0]:
         values = [e.get(key) for e in evals]
         if key != "iteration" and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
             row[key], half = mean_interval(values)
             if key in (*TABLE_METRICS, "world_likeness"):
                 row[f"{key}_ci"] = half
-    if len({_iteration(e) for e in evals}) > 1:  # the seeds' last evaluations: where each one's budget ended
-        row["iteration"] = float(np.mean([_iteration(e) for e in evals]))
+    if len({e["iteration"] for e in evals}) > 1:  # the seeds' last evaluations: where each one's budget ended
+        row["iteration"] = float(np.mean([e["iteration"] for e in evals]))
     return row
 
 

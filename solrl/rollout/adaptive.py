@@ -3,9 +3,9 @@ in chunks until its proxy rewards show contrast or the cap N = rollout.explore_s
 of what was explored (selection.py).
 
 Why: fixed-N Sol-RL spends the same N explorations on every prompt. Where the first chunk already holds enough
-successes and failures to fill the selection, more seeds mostly buy a slightly wider best-worst gap; where it
-holds no success (a hard prompt: every image wrong), only more seeds can find the rare success that gives the group something to
-learn from. The chunk is 2K by default (rollout.adaptive_chunk=0): a chunk of K would, wherever it holds
+successes and failures to fill the selection, more seeds mostly buy a slightly wider best-worst gap; where
+it holds no success (a hard prompt: every image wrong), only more seeds can find the rare success that gives
+the group something to learn from. The chunk is 2K by default (rollout.adaptive_chunk=0): a chunk of K would, wherever it holds
 contrast, select every seed it explored, paying for exploring and regenerating with nothing chosen. Contrast, per prompt, over the seeds explored so far:
 - `balanced` (the default): enough successes and failures under the reward's strict (0/1) part to fill the
   selection, K//2 successes and K - K//2 failures (best_worst keeps that many best and worst). From there

@@ -37,8 +37,8 @@ def select_seeds(proxy_rewards: torch.Tensor, k: int, mode: str = "best_worst", 
     r = proxy_rewards.double()
     order = torch.sort(r, stable=True).indices          # ascending; ties by index
     if mode == "best_worst":
-        best, _ = best_worst_sizes(k)
-        picked = torch.cat([order[: k - best], order[n - best:]])
+        best, worst = best_worst_sizes(k)
+        picked = torch.cat([order[:worst], order[n - best:]])
     elif mode == "random":
         picked = torch.randperm(n, generator=generator)[:k]
     elif mode == "mean_deviation":
