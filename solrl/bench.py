@@ -153,26 +153,29 @@ def rollout_seconds(train: list[dict]) -> float:
     return float(np.median([t["seconds_rollout"] + t.get("seconds_reward_total", 0.0) for t in train]))
 
 
-def time_to_target(results: dict) -> dict[str, dict]:
-    """Per family: its seeds' seconds and iterations to first reach diffusionnft's final value of the target
-    metric (strict accuracy where the runs have it: the mean of diffusionnft's seeds' finals), their means with
-    95% intervals, how many seeds reached it, the speed-up over diffusionnft with its interval, and the verdict.
-    Empty without a diffusionnft run."""
-    if "diffusionnft" not in results:
+def time_to_target(results: dict, target: float | None = None) -> dict[str, dict]:
+    """Per family: its seeds' seconds and iterations to first reach the target value of the target metric
+    (strict accuracy where the runs have it), their means with 95% intervals, how many seeds reached it, the
+    speed-up over the reference family with its interval, and the verdict. The reference is diffusionnft where
+    it ran, else the first family; the target defaults to diffusionnft's final value (the mean of its seeds'
+    finals). Empty with neither a target nor a diffusionnft run."""
+    if target is None and "diffusionnft" not in results:
         return {}
     key = target_metric([ev for r in results.values() for ev in r["seed_evals"]])
-    target = float(np.mean([ev[-1][key] for ev in results["diffusionnft"]["seed_evals"]]))
+    if target is None:
+        target = float(np.mean([ev[-1][key] for ev in results["diffusionnft"]["seed_evals"]]))
+    reference_family = "diffusionnft" if "diffusionnft" in results else next(iter(results))
     per_family = {}
     for family, r in results.items():
-        t = {"metric": key, "target": target, **seed_times(r["seed_evals"], target, key)}
+        t = {"metric": key, "target": target, "reference": reference_family, **seed_times(r["seed_evals"], target, key)}
         for unit in ("seconds", "iterations"):
             values = t[f"{unit}_by_seed"]
             t[f"{unit}_mean"], half = mean_interval(values)
             t[f"{unit}_ci"] = half if len(values) > 1 else None  # None: JSON-safe
         per_family[family] = t
-    reference = per_family["diffusionnft"]
+    reference = per_family[reference_family]
     for family, t in per_family.items():
-        if family == "diffusionnft":
+        if family == reference_family:
             t.update(speedup=1.0, speedup_low=None, speedup_high=None, verdict="reference")
         else:
             t["speedup"], t["speedup_low"], t["speedup_high"] = speedup_interval(reference["seconds_by_seed"], t["seconds_by_seed"])
@@ -180,8 +183,8 @@ def time_to_target(results: dict) -> dict[str, dict]:
     return per_family
 
 
-def convergence_table(results: dict) -> list[dict]:
-    targets = time_to_target(results)
+def convergence_table(results: dict, target: float | None = None) -> list[dict]:
+    targets = time_to_target(results, target)
     rows = []
     for family, r in results.items():
         train, seed_evals = r["train"], r["seed_evals"]
@@ -221,26 +224,31 @@ def target_cells(t: dict | None) -> list[str]:
     return cells
 
 
-def write_convergence_report(results: dict, out_dir: str, command: str) -> Path:
+def write_convergence_report(results: dict, out_dir: str, command: str, target_value: float | None = None) -> Path:
+    """convergence.md/.json/.png in `out_dir`; `target_value` fixes the time-to-target value (default:
+    diffusionnft's final)."""
     out = Path(out_dir)
     plot_family_curves({f: r["eval"] for f, r in results.items()}, out / "convergence.png",
                        f"{', '.join(results)}: means over seeds, 95% bands", metrics=tuple(TABLE_METRICS))
-    rows = convergence_table(results)
+    rows = convergence_table(results, target_value)
     histories = {f: r["eval"] for f, r in results.items()}
     (out / "convergence.json").write_text(json.dumps({"rows": rows, "histories": histories}, indent=2) + "\n")
     seeds = rows[0]["seeds"]
     gpu = f" with {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""
     dnft = next((r for r in rows if r["family"] == "diffusionnft"), None)
-    target = dnft["time_to_target"] if dnft else None
+    target = rows[0]["time_to_target"]
+    reference = target["reference"] if target else "diffusionnft"
+    origin = ("given with --target" if target_value is not None
+              else f"diffusionnft's final value (the mean of its {seeds} seeds' last evaluations)")
     lines = [
         "# Convergence: the families under one training-time budget", "",
         f"Measured {datetime.date.today().isoformat()} on {cpu_label()}{gpu}, {platform.machine()}, "
         f"{torch.get_num_threads()} threads, torch {torch.__version__}.",
         f"Command: `{command}`", "",
-        (f"Target: held-out {target['metric']} {target['target']:.3f}, diffusionnft's final value (the mean of its "
-         f"{seeds} seeds' last evaluations)." if target else "No diffusionnft run: no time to target."), "",
+        (f"Target: held-out {target['metric']} {target['target']:.3f}, {origin}; speed-ups against {reference}."
+         if target else "No diffusionnft run and no --target: no time to target."), "",
         "![convergence](convergence.png)", "",
-        "| family | s to target | iterations to target | speed-up vs diffusionnft | iterations | s/iter | rollout s/iter "
+        f"| family | s to target | iterations to target | speed-up vs {reference} | iterations | s/iter | rollout s/iter "
         "| rollout speed-up vs naive_scaling | explore cost per image-step | "
         + " | ".join(header for _, header in TABLE_METRICS.values())
         + " | referee under the base | lowest world-likeness | proxy Spearman |",
@@ -258,7 +266,7 @@ def write_convergence_report(results: dict, out_dir: str, command: str) -> Path:
                      + f" | {below} | {fmt(r['min_world_likeness'], 3)} | {fmt(r['proxy_full_spearman'])} |")
     lines += ["", "Time to target: per seed, the training seconds (wall-clock less every evaluation) and iterations of the first held-out evaluation at "
               "or above the target; a seed that never reached it counts at its run's end (\">=\", a lower bound). "
-              "Speed-up: diffusionnft's mean seconds over the family's, with a 95% interval (delta method on the log "
+              f"Speed-up: {reference}'s mean seconds over the family's, with a 95% interval (delta method on the log "
               "ratio, Welch degrees of freedom: solrl/reporting/time_to_target.py); \"faster\" / \"slower\" only where "
               "the seconds' intervals do not overlap (a stricter test than the ratio's interval excluding 1) and the "
               "family that looks faster reached the target with every seed, else \"no separation\". Explore cost per image-step: (explore s / (N x explore steps)) / "

@@ -237,6 +237,31 @@ def test_time_to_target_leads_the_report(tmp_path):
     assert "(1/2 reached: >=220, 200)" in report
 
 
+def test_a_given_target_times_families_without_diffusionnft_against_the_first(tmp_path):
+    """--target 0.85 on a pair (sol_rl, sol_rl_adaptive): sol_rl reaches it at 100 and 120 s (the reference),
+    adaptive at 50 and never (counted at 210 s): 110 / 130 = 0.846x."""
+    sol = [_timed((5, 0.5), (100, 0.85), (200, 0.9)), _timed((5, 0.5), (120, 0.86), (210, 0.9))]
+    adaptive = [_timed((5, 0.5), (50, 0.86), (200, 0.9)), _timed((5, 0.5), (120, 0.80), (210, 0.84))]
+    train = [{"seconds_rollout": 1.0, "seconds_iteration": 2.0}]
+    results = {f: {"eval": aggregate_seeds(ev), "train": train, "seed_evals": ev}
+               for f, ev in (("sol_rl", sol), ("sol_rl_adaptive", adaptive))}
+    assert time_to_target(results) == {}  # no diffusionnft and no target: nothing to time
+    t = time_to_target(results, 0.85)
+    assert t["sol_rl"]["verdict"] == "reference" and t["sol_rl_adaptive"]["reference"] == "sol_rl"
+    assert t["sol_rl_adaptive"]["seconds_by_seed"] == [50.0, 210.0] and t["sol_rl_adaptive"]["reached"] == 1
+    assert t["sol_rl_adaptive"]["speedup"] == pytest.approx(110 / 130)
+    report = write_convergence_report(results, str(tmp_path), "test", 0.85).read_text()
+    assert "Target: held-out strict_accuracy 0.850, given with --target; speed-ups against sol_rl." in report
+    assert "| family | s to target | iterations to target | speed-up vs sol_rl |" in report
+    assert "| sol_rl_adaptive | 130 ± " in report and "(1/2 reached: 50, >=210)" in report
+    # with diffusionnft present a given target replaces its final value, and diffusionnft stays the reference
+    dnft = [_timed((5, 0.5), (100, 0.7), (220, 0.8))]
+    results["diffusionnft"] = {"eval": aggregate_seeds(dnft), "train": train, "seed_evals": dnft}
+    t = time_to_target(results, 0.75)
+    assert t["sol_rl"]["reference"] == "diffusionnft" and t["diffusionnft"]["seconds_by_seed"] == [220.0]
+    assert t["sol_rl"]["seconds_by_seed"] == [100.0, 120.0]
+
+
 def test_family_curves_run_on_training_time_where_every_evaluation_has_it(tmp_path, monkeypatch):
     import solrl.reporting.curves as curves
 
