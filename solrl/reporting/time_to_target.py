@@ -8,9 +8,9 @@ import math
 
 import numpy as np
 
-# the metric a target is set on: strict accuracy where the reward has a strict form (the toy rewards),
-# else the reward's own held-out score
-TARGET_METRICS = ("strict_accuracy", "mean_score")
+# the metric a target is set on: strict accuracy where the reward has a strict form (the toy rewards), the
+# gold check's accuracy where it rides beside a reward without one (toy_preference), else the reward's own score
+TARGET_METRICS = ("strict_accuracy", "gold_accuracy", "mean_score")
 # a target is a mean of seeds' values, which can land a rounding error (~1e-16) above a value equal to it in
 # exact arithmetic, (0.8 + 0.9) / 2 for one; accuracies move in steps of 1 / (evaluation images) >= 1e-5
 REACH_TOLERANCE = 1e-9

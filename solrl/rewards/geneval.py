@@ -5,6 +5,8 @@
   never train on.
 - `geneval_gold` (the toy presets'): the gold check's continuous score; its `strict` *is* the gold check,
   so it carries no separate `gold` part.
+- `toy_preference`: a preference-like score, the gold score plus a fixed idiosyncratic taste
+  (toyworld/taste.py), with no strict verdict; the gold check rides along as `gold`.
 Both report `world_like` (object sizes, solidity and background look like the world's) and `referee`
 (toyworld/referee.py: a fixed CNN that shares no rule with either reward and that nothing trains on): the
 judge that shows a rising reward over samples a person would call wrong."""
@@ -18,6 +20,7 @@ from ..images import to_uint8_nhwc
 from ..toyworld.gold import judge
 from ..toyworld.grammar import PromptGrammarError, parse_prompt
 from ..toyworld.referee import referee_correct
+from ..toyworld.taste import TASTE_WEIGHT, taste
 from .base import REWARDS, Reward, RewardResult
 
 
@@ -85,3 +88,30 @@ class GenevalGoldReward(Reward):
         _, _, judgements = verdicts_of(images, prompts)
         parts, seconds = _timed(lambda: judge_parts(judgements, images, prompts))
         return RewardResult(torch.tensor([j.score for j in judgements]), {"strict": gold_check_part(judgements), **parts}, seconds)
+
+
+@REWARDS.register("toy_preference")
+class ToyPreferenceReward(Reward):
+    """A preference-like continuous reward for the toy world: the gold score (quality) plus `taste_weight`
+    times a fixed idiosyncratic taste (toyworld/taste.py), the part of a learned preference score that is not
+    quality. No strict part: like a preference model it gives no verdict, so selection and adaptive
+    exploration read the score alone (adaptive needs rollout.adaptive_contrast=spread). The gold check rides
+    along as `gold` (its accuracy is the quality a person would count, the time-to-target metric), with
+    `taste`, world-likeness and the referee: nothing trains on them."""
+
+    name = "toy_preference"
+
+    def __init__(self, taste_weight: float = TASTE_WEIGHT):
+        if not taste_weight >= 0:
+            raise ValueError(f"toy_preference: taste_weight must be >= 0 (0 = the gold score alone), got {taste_weight}")
+        self.taste_weight = float(taste_weight)
+
+    def check_prompts(self, prompts) -> None:
+        check_toy_prompts(prompts)
+
+    def score(self, images, prompts):
+        _, _, judgements = verdicts_of(images, prompts)
+        tastes = taste(images)
+        parts, seconds = _timed(lambda: {"gold": gold_check_part(judgements), **judge_parts(judgements, images, prompts)})
+        quality = torch.tensor([j.score for j in judgements])
+        return RewardResult(quality + self.taste_weight * tastes, {**parts, "taste": tastes}, seconds)
