@@ -23,22 +23,22 @@ def test_taste_reads_the_coarse_ink_along_a_fixed_unit_direction():
     direction = taste_direction()
     assert direction.shape == (3 * TASTE_GRID * TASTE_GRID,) and float(direction.norm()) == pytest.approx(1.0, abs=1e-6)
     assert torch.equal(direction, taste_direction())  # fixed: the same draw every call
-    # an empty white canvas holds no ink; ink 1 over one 8x8 cell of channel 1 (row 2, column 5) projects onto
-    # that cell's weight alone; half the cell inked, half of it
-    images = torch.ones(3, 3, 64, 64)
-    images[1, 1, 16:24, 40:48] = 0.0
-    images[2, 1, 16:24, 40:44] = 0.0
+    # an empty white canvas holds no ink; ink 1 over one 4x4 cell of channel 1 (row 2, column 5) of the world's
+    # 32x32 canvas projects onto that cell's weight alone; half the cell inked, half of it
+    images = torch.ones(3, 3, 32, 32)
+    images[1, 1, 8:12, 20:24] = 0.0
+    images[2, 1, 8:12, 20:22] = 0.0
     weight = float(direction[1 * 64 + 2 * 8 + 5])
     assert taste_projection(images).tolist() == pytest.approx([0.0, weight, weight / 2], abs=1e-6)
     z = (taste_projection(images) - taste_module.TASTE_CENTER) / taste_module.TASTE_SCALE
     assert torch.allclose(taste(images), torch.tanh(z)) and taste(images).abs().max() < 1
 
 
-def test_taste_is_smooth_a_pixel_moves_it_by_at_most_its_cells_weight_over_64():
-    images = torch.ones(4, 3, 64, 64)   # a white canvas: the float32 sum holds the one change exactly
+def test_taste_is_smooth_a_pixel_moves_it_by_its_cells_weight_over_the_cells_16_pixels():
+    images = torch.ones(4, 3, 32, 32)   # a white canvas: the float32 sum holds the one change exactly
     nudged = images.clone()
     nudged[:, 0, 10, 10] -= 0.1
-    bound = 0.1 * float(taste_direction()[1 * 8 + 1].abs()) / 64   # cell (1, 1) of channel 0
+    bound = 0.1 * float(taste_direction()[2 * 8 + 2].abs()) / 16   # cell (2, 2) of channel 0
     assert (taste_projection(nudged) - taste_projection(images)).abs().max() == pytest.approx(bound, rel=1e-3)
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-TASTE_GRID = 8          # the coarse image the taste reads: 8x8 cells of 8x8 pixels on a 64x64 canvas
+TASTE_GRID = 8          # the coarse image the taste reads: 8x8 cells, of 4x4 pixels on the world's 32x32 canvas
 TASTE_SEED = 20261203   # the direction's seed (numpy's PCG64 stream: the same on every platform and version)
 # The projection's mean and standard deviation over the shipped base's samples: `python -m solrl.toyworld.taste
 # train 64 8` (2026-12-03, 2-core AMD EPYC, torch 2.13.0: 64 train prompts x 8 seeds, 10 euler steps) measured
@@ -25,7 +25,7 @@ TASTE_SEED = 20261203   # the direction's seed (numpy's PCG64 stream: the same o
 TASTE_CENTER = -0.00203
 TASTE_SCALE = 0.2159
 # toy_preference's default weight on the taste, 0.408 / 0.549: within a group the taste term spreads as widely
-# as quality does, so half of what separates a group's seeds by reward is not quality
+# as quality does, so half the reward's variance among a group's seeds is not quality
 TASTE_WEIGHT = 0.75
 
 
@@ -54,9 +54,9 @@ def measure_on_base(policy, prompts: list[str], seeds: int, steps: int = 10, bat
     """What the constants and the reward's weight are set from: over `seeds` base samples of each prompt, the
     projection's mean and standard deviation, and the spread within a prompt's seeds (the mean of the per-prompt
     standard deviations) of the taste and of the gold score, the quality a group's advantages should read."""
+    from ..images import to_uint8_nhwc
     from ..rollout.generation import generate
     from ..training.evaluate import eval_seeds
-    from ..images import to_uint8_nhwc
     from .gold import gold_score
     from .grammar import parse_prompt
 
