@@ -408,8 +408,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="objectives to compare, e.g. nft,flow_grpo,awm (each run on every --families, default "
                         "diffusionnft and sol_rl: without and with two-stage exploration)")
     p.add_argument("--target", type=float, default=None,
-                   help="the held-out value to reach in the time-to-target columns: strict accuracy where the runs "
-                        "have it (default: diffusionnft's final mean; with --algorithms, the held-out reward of nft on "
+                   help="the held-out value to reach in the time-to-target columns, in their metric (strict accuracy, "
+                        "else gold accuracy, else the reward; default: diffusionnft's final mean; with --algorithms, the held-out reward of nft on "
                         "diffusionnft's final); with it, families without diffusionnft are timed against the first")
     p.set_defaults(fn=cmd_bench)
 
