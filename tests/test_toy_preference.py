@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import torch
 
+from solrl.images import to_float_nchw
 from solrl.reporting.time_to_target import target_metric
 from solrl.rewards import build_reward
 from solrl.rollout.adaptive import AdaptiveExploration, has_contrast
@@ -22,7 +23,8 @@ def _rendered(prompts=PROMPTS, seed=0):
 def test_taste_reads_the_coarse_ink_along_a_fixed_unit_direction():
     direction = taste_direction()
     assert direction.shape == (3 * TASTE_GRID * TASTE_GRID,) and float(direction.norm()) == pytest.approx(1.0, abs=1e-6)
-    assert torch.equal(direction, taste_direction())  # fixed: the same draw every call
+    taste_direction.cache_clear()
+    assert torch.equal(direction, taste_direction())  # fixed: a fresh draw is the same direction
     # an empty white canvas holds no ink; ink 1 over one 4x4 cell of channel 1 (row 2, column 5) of the world's
     # 32x32 canvas projects onto that cell's weight alone; half the cell inked, half of it
     images = torch.ones(3, 3, 32, 32)
@@ -47,7 +49,7 @@ def test_toy_preference_is_the_gold_score_plus_weighted_taste_with_no_strict_par
     gold = build_reward("geneval_gold")(images, PROMPTS)
     result = build_reward("toy_preference", taste_weight=0.5)(images, PROMPTS)
     assert "strict" not in result.parts and result.parts["gold"].tolist() == gold.parts["strict"].tolist() == [1.0] * 3
-    assert torch.allclose(result.scores, gold.scores + 0.5 * taste(images.permute(0, 3, 1, 2).float() / 255), atol=1e-6)
+    assert torch.allclose(result.scores, gold.scores + 0.5 * taste(to_float_nchw(images)), atol=1e-6)
     assert torch.allclose(build_reward("toy_preference", taste_weight=0.0)(images, PROMPTS).scores, gold.scores)
     assert set(result.parts) == {"gold", "taste", "world_like", "referee"}
     wrong = build_reward("toy_preference", taste_weight=0.0)(images, PROMPTS[1:] + PROMPTS[:1])  # every prompt another's

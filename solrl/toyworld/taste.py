@@ -12,6 +12,8 @@ The constants are measured once on the shipped base (`python -m solrl.toyworld.t
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -29,6 +31,7 @@ TASTE_SCALE = 0.2159
 TASTE_WEIGHT = 0.75
 
 
+@functools.cache  # drawn once per process, not at every reward call
 def taste_direction(channels: int = 3) -> torch.Tensor:
     """The fixed unit direction, one weight per (channel, cell)."""
     direction = np.random.default_rng(TASTE_SEED).standard_normal(channels * TASTE_GRID * TASTE_GRID)
@@ -41,9 +44,9 @@ def taste_projection(images: torch.Tensor) -> torch.Tensor:
     return ink @ taste_direction(images.shape[1])
 
 
-def taste(images: torch.Tensor) -> torch.Tensor:
+def taste(images: torch.Tensor, center: float = TASTE_CENTER, scale: float = TASTE_SCALE) -> torch.Tensor:
     """[B] in (-1, 1): the projection, centred and scaled on the base's samples, squashed by tanh."""
-    return torch.tanh((taste_projection(images) - TASTE_CENTER) / TASTE_SCALE)
+    return torch.tanh((taste_projection(images) - center) / scale)
 
 
 # seeds of the measurement, apart from training's and evaluation's (10,000,000 + ...) and the hard split's
@@ -54,19 +57,17 @@ def measure_on_base(policy, prompts: list[str], seeds: int, steps: int = 10, bat
     """What the constants and the reward's weight are set from: over `seeds` base samples of each prompt, the
     projection's mean and standard deviation, and the spread within a prompt's seeds (the mean of the per-prompt
     standard deviations) of the taste and of the gold score, the quality a group's advantages should read."""
-    from ..images import to_uint8_nhwc
+    from ..rewards import build_reward
     from ..rollout.generation import generate
     from ..training.evaluate import eval_seeds
-    from .gold import gold_score
-    from .grammar import parse_prompt
 
     flat = [p for p in prompts for _ in range(seeds)]
     images = policy.decode(generate(policy, flat, eval_seeds(len(prompts), seeds, TASTE_SEED_BASE), steps, "euler", 1.0,
                                     batch_size=batch_size))
     projection = taste_projection(images)
-    quality = torch.tensor([gold_score(img, parse_prompt(p))[0] for img, p in zip(to_uint8_nhwc(images), flat)])
+    quality = build_reward("geneval_gold")(images, flat).scores  # the gold score, toy_preference's quality part
     center, scale = float(projection.mean()), float(projection.std())
-    tastes = torch.tanh((projection - center) / scale)  # taste() once these are its constants
+    tastes = taste(images, center, scale)
     within = lambda v: float(v.reshape(len(prompts), seeds).std(1).mean())  # noqa: E731
     return {"images": len(flat), "center": center, "scale": scale,
             "taste_within_prompt_std": within(tastes), "quality_within_prompt_std": within(quality),
