@@ -29,9 +29,28 @@ FAMILY_OVERRIDES = {"sol_rl_adaptive": ["rollout.adaptive=true"]}
 DEFAULT_FAMILIES = ["diffusionnft", "naive_scaling", "naive_quant", "sol_rl"]  # the paper's four
 
 
-def family_config(family: str, overrides: list[str]):
-    """A family's preset with its variant's overrides, then `overrides`."""
-    return load_config(FAMILY_PRESETS[family], [*FAMILY_OVERRIDES.get(family, []), *overrides])
+def parse_variant(tokens: list[str]) -> tuple[str, tuple[str, list[str]]]:
+    """`--variant NAME FAMILY OVERRIDE...` -> (NAME, (FAMILY, overrides)): a named family of one's own, for
+    example a fixed pool size beside the preset's (`sol_rl_n96 sol_rl rollout.explore_seeds=96`)."""
+    if len(tokens) < 3:
+        raise ValueError(f"--variant {' '.join(tokens)}: give a name, the family it varies and at least one "
+                         "override, e.g. --variant sol_rl_n96 sol_rl rollout.explore_seeds=96")
+    name, family, overrides = tokens[0], tokens[1], list(tokens[2:])
+    if name in FAMILY_PRESETS:
+        raise ValueError(f"--variant {name}: that name is a shipped family; name the variant otherwise, e.g. {name}_v")
+    if family not in FAMILY_PRESETS:
+        raise ValueError(f"--variant {name}: unknown family {family!r}; choose from {', '.join(FAMILY_PRESETS)}")
+    bad = [o for o in overrides if "=" not in o]
+    if bad:
+        raise ValueError(f"--variant {name}: {bad[0]!r} is not an override; write key=value, e.g. rollout.explore_seeds=96")
+    return name, (family, overrides)
+
+
+def family_config(family: str, overrides: list[str], variants: dict | None = None):
+    """A family's preset with its variant's overrides, then `overrides`. `variants` (parse_variant) names
+    further families: one of FAMILY_PRESETS with overrides of their own, applied before `overrides`."""
+    base, own = (variants or {}).get(family, (family, []))
+    return load_config(FAMILY_PRESETS[base], [*FAMILY_OVERRIDES.get(base, []), *own, *overrides])
 
 
 def time_to_reach(history: list[dict], target: float) -> float | None:
@@ -88,10 +107,10 @@ def refuse_pickled_runs(out: Path, skip_existing: bool) -> None:
 
 
 def run_convergence(minutes: float, out_dir: str, families: list[str], overrides: list[str] = (), skip_existing: bool = False,
-                    seeds: int = 1) -> dict:
+                    seeds: int = 1, variants: dict | None = None) -> dict:
     """Each family's preset under the budget, once per seed (`seed=0..seeds-1`); with several seeds the
     evaluation history is their mean with 95% intervals (aggregate_seeds), the train logs pooled, and
-    `seed_evals` keeps each seed's own history."""
+    `seed_evals` keeps each seed's own history. `variants`: families of one's own (parse_variant)."""
     from .training.trainer import Trainer
 
     out = Path(out_dir)
@@ -104,7 +123,7 @@ def run_convergence(minutes: float, out_dir: str, families: list[str], overrides
             run_dir = run_dirs[family][seed]
             if not (skip_existing and (run_dir / "summary.json").exists()):
                 cfg = family_config(family, [f"out_dir={run_dir}", f"train.time_budget_minutes={minutes}",
-                                             f"seed={seed}", *overrides])
+                                             f"seed={seed}", *overrides], variants)
                 Trainer(cfg, quiet=True).train()
     results = {}
     for family in families:

@@ -255,16 +255,20 @@ def cmd_probe(args) -> int:
 def cmd_bench(args) -> int:
     import logging
 
-    from .bench import DEFAULT_FAMILIES, FAMILY_PRESETS, run_convergence, write_convergence_report
+    from .bench import DEFAULT_FAMILIES, FAMILY_PRESETS, parse_variant, run_convergence, write_convergence_report
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    variants = dict(parse_variant(tokens) for tokens in args.variant or [])
     families = args.families or DEFAULT_FAMILIES
-    unknown = [f for f in families if f not in FAMILY_PRESETS]
+    unknown = [f for f in families if f not in FAMILY_PRESETS and f not in variants]
     if unknown:
-        raise ValueError(f"unknown family {unknown[0]!r}; choose from {', '.join(FAMILY_PRESETS)}")
+        raise ValueError(f"unknown family {unknown[0]!r}; choose from {', '.join([*FAMILY_PRESETS, *variants])} "
+                         "(--variant NAME FAMILY OVERRIDE... names one of your own)")
     from .redaction import redact_override
 
     command = ("solrl bench convergence " + " ".join(map(redact_override, sys.argv[3:]))).strip()
+    if variants and args.algorithms:
+        raise ValueError("--variant works with the families' table, not with --algorithms; run them apart")
     if args.algorithms:  # objectives x families: one run per pair, one table
         from . import bench
 
@@ -279,7 +283,7 @@ def cmd_bench(args) -> int:
         return 0
     if args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
-    results = run_convergence(args.minutes, args.out, families, args.overrides, args.skip_existing, args.seeds)
+    results = run_convergence(args.minutes, args.out, families, args.overrides, args.skip_existing, args.seeds, variants)
     print(write_convergence_report(results, args.out, command, args.target).read_text())
     return 0
 
@@ -400,6 +404,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--minutes", type=float, default=10.0, help="training-time budget per run in minutes, evaluations left out (default 10)")
     p.add_argument("--families", nargs="+", default=None, help="families to run (default: diffusionnft naive_scaling naive_quant sol_rl; "
                    "also sol_rl_adaptive: sol_rl with rollout.adaptive=true)")
+    p.add_argument("--variant", nargs="+", action="append", metavar="NAME FAMILY OVERRIDE",
+                   help="a family of your own to list in --families: NAME, the shipped family it varies, and its overrides, "
+                        "e.g. --variant sol_rl_n96 sol_rl rollout.explore_seeds=96 (repeatable; it takes every word up to the "
+                        "next option, so put the overrides for every family before it)")
     p.add_argument("--out", default="runs/convergence", help="directory for the runs, convergence.png/.md/.json")
     p.add_argument("--skip-existing", action="store_true", help="reuse finished runs found in --out")
     p.add_argument("--seeds", type=int, default=3,

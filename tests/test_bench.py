@@ -277,3 +277,56 @@ def test_family_curves_run_on_training_time_where_every_evaluation_has_it(tmp_pa
     curves.plot_family_curves(older, tmp_path / "older.png")
     left = figures[-1].axes[0]
     assert list(left.lines[0].get_xdata()) == [0.5, 2.0] and left.get_xlabel() == "wall-clock (minutes)"
+
+
+def test_a_variant_is_its_family_with_its_own_overrides_before_the_command_lines():
+    from solrl.bench import family_config, parse_variant
+
+    variants = dict([parse_variant(["sol_rl_n96", "sol_rl", "rollout.explore_seeds=96"]),
+                     parse_variant(["adaptive_n96", "sol_rl_adaptive", "rollout.explore_seeds=96", "rollout.explore_steps=4"])])
+    assert family_config("sol_rl", [], variants).rollout.explore_seeds == 48  # the shipped family is untouched
+    assert family_config("sol_rl_n96", [], variants).rollout.explore_seeds == 96
+    adaptive = family_config("adaptive_n96", [], variants).rollout
+    assert adaptive.adaptive and adaptive.explore_seeds == 96 and adaptive.explore_steps == 4  # its family's own override kept
+    assert family_config("sol_rl_n96", ["rollout.explore_seeds=24"], variants).rollout.explore_seeds == 24  # command line last
+
+
+@pytest.mark.parametrize("tokens, names", [(["sol_rl_n96", "sol_rl"], "at least one override"),
+                                           (["sol_rl", "sol_rl", "rollout.explore_seeds=96"], "shipped family"),
+                                           (["n96", "sol_rll", "rollout.explore_seeds=96"], "unknown family 'sol_rll'"),
+                                           (["n96", "sol_rl", "rollout.explore_seeds"], "not an override")])
+def test_a_malformed_variant_is_refused_with_the_fix(tokens, names):
+    from solrl.bench import parse_variant
+
+    with pytest.raises(ValueError, match=names):
+        parse_variant(tokens)
+
+
+def test_the_cli_runs_a_variant_under_its_name(tmp_path, monkeypatch, capsys):
+    import dataclasses
+
+    import yaml
+
+    import solrl.training.trainer as trainer_module
+    from solrl.cli import main
+
+    seen = {}
+
+    class Recorder:
+        def __init__(self, cfg, quiet):
+            self.cfg, self.out = cfg, Path(cfg.out_dir)
+
+        def train(self):
+            seen[self.out.name] = self.cfg.rollout.explore_seeds
+            self.out.mkdir(parents=True)
+            (self.out / "eval.jsonl").write_text('{"iteration": 0, "strict_accuracy": 0.5, "train_seconds": 0}\n')
+            (self.out / "train.jsonl").write_text('{"seconds_iteration": 1.0, "seconds_rollout": 0.5}\n')
+            (self.out / "config.yaml").write_text(yaml.safe_dump(dataclasses.asdict(self.cfg)))
+
+    monkeypatch.setattr(trainer_module, "Trainer", Recorder)
+    main(["bench", "convergence", "--minutes", "0.1", "--seeds", "1", "--families", "sol_rl", "sol_rl_n24",
+          "--variant", "sol_rl_n24", "sol_rl", "rollout.explore_seeds=24", "--target", "0.4", "--out", str(tmp_path)])
+    assert seen == {"sol_rl": 48, "sol_rl_n24": 24}
+    assert "| sol_rl_n24 |" in (tmp_path / "convergence.md").read_text()
+    assert main(["bench", "convergence", "--families", "sol_rl_n96", "--out", str(tmp_path / "x")]) == 2
+    assert "unknown family 'sol_rl_n96'" in capsys.readouterr().err and not (tmp_path / "x").exists()

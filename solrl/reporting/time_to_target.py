@@ -29,7 +29,7 @@ def first_reaching(history: list[dict], target: float, key: str = "mean_score") 
 def training_seconds(evaluation: dict) -> float:
     """Seconds the run had trained when it was evaluated: its wall-clock less every evaluation so far
     (`train_seconds`, logged since the trainer times evaluations); the wall-clock for older logs."""
-    return evaluation.get("train_seconds", evaluation["wall_seconds"])
+    return evaluation["train_seconds"] if "train_seconds" in evaluation else evaluation["wall_seconds"]
 
 
 def seed_times(seed_evals: list[list[dict]], target: float, key: str) -> dict:
