@@ -96,7 +96,14 @@ def explore_cost_ratio(train: list[dict], config: dict | None) -> float | None:
     if not config:
         return None
     rollout, k, full_steps = config["rollout"], config["train"]["group_size"], config["sampling"]["steps"]
-    ratios = [(t["seconds_explore"] / (t.get("explored_seeds_mean", rollout["explore_seeds"]) * rollout["explore_steps"]))
-              / (t["seconds_regenerate"] / (k * full_steps))
+    ratios = [per_image_step_cost(t["seconds_explore"], t.get("explored_seeds_mean", rollout["explore_seeds"]),
+                                  rollout["explore_steps"], t["seconds_regenerate"], k, full_steps)
               for t in train if t.get("seconds_explore") and t.get("seconds_regenerate")]
     return float(np.median(ratios)) if ratios else None
+
+
+def per_image_step_cost(explore_seconds: float, explored: float, explore_steps: int, regenerate_seconds: float,
+                        regenerated: int, full_steps: int) -> float:
+    """c: what one image-step of exploring costs against one of regenerating (seeds per prompt; the number
+    of prompts cancels). About 0.3 in the paper's FLUX figures (NVFP4 explore, BF16 regeneration)."""
+    return (explore_seconds / (explored * explore_steps)) / (regenerate_seconds / (regenerated * full_steps))
