@@ -36,25 +36,36 @@ def test_quick_convergence_run_writes_table_and_plot(tiny_toy_dir, tmp_path):
     assert convergence_table(results) == rows
 
 
-def test_runs_go_seed_by_seed_so_a_slow_stretch_falls_on_every_family(tmp_path, monkeypatch):
+def _stand_in_trainer(monkeypatch) -> dict:
+    """Replaces the Trainer for run_convergence: each run notes its directory's name -> its config, in the
+    order the runs went, and writes the logs run_convergence and the report read. Returns that record."""
+    import dataclasses
+
+    import yaml
+
     import solrl.training.trainer as trainer_module
 
-    order = []
+    runs = {}
 
-    class Recorder:  # stands in for the Trainer: notes the run and writes the logs run_convergence reads
+    class StandIn:
         def __init__(self, cfg, quiet):
-            self.out = Path(cfg.out_dir)
+            self.cfg, self.out = cfg, Path(cfg.out_dir)
 
         def train(self):
-            order.append(self.out.name)
+            runs[self.out.name] = self.cfg
             self.out.mkdir(parents=True)
-            (self.out / "eval.jsonl").write_text('{"iteration": 0, "mean_score": 0.5}\n')
-            (self.out / "train.jsonl").write_text("")
-            (self.out / "config.yaml").write_text("seed: 0\n")
+            (self.out / "eval.jsonl").write_text('{"iteration": 0, "strict_accuracy": 0.5, "train_seconds": 0}\n')
+            (self.out / "train.jsonl").write_text('{"seconds_iteration": 1.0, "seconds_rollout": 0.5}\n')
+            (self.out / "config.yaml").write_text(yaml.safe_dump(dataclasses.asdict(self.cfg)))
 
-    monkeypatch.setattr(trainer_module, "Trainer", Recorder)
+    monkeypatch.setattr(trainer_module, "Trainer", StandIn)
+    return runs
+
+
+def test_runs_go_seed_by_seed_so_a_slow_stretch_falls_on_every_family(tmp_path, monkeypatch):
+    runs = _stand_in_trainer(monkeypatch)
     results = run_convergence(0.1, str(tmp_path), ["diffusionnft", "sol_rl"], seeds=2)
-    assert order == ["diffusionnft__seed0", "sol_rl__seed0", "diffusionnft__seed1", "sol_rl__seed1"]
+    assert list(runs) == ["diffusionnft__seed0", "sol_rl__seed0", "diffusionnft__seed1", "sol_rl__seed1"]
     assert list(results) == ["diffusionnft", "sol_rl"] and len(results["sol_rl"]["seed_evals"]) == 2
 
 
@@ -305,30 +316,12 @@ def test_a_malformed_variant_is_refused_with_the_fix(tokens, names):
 
 
 def test_the_cli_runs_a_variant_under_its_name(tmp_path, monkeypatch, capsys):
-    import dataclasses
-
-    import yaml
-
-    import solrl.training.trainer as trainer_module
     from solrl.cli import main
 
-    seen = {}
-
-    class Recorder:
-        def __init__(self, cfg, quiet):
-            self.cfg, self.out = cfg, Path(cfg.out_dir)
-
-        def train(self):
-            seen[self.out.name] = self.cfg.rollout.explore_seeds
-            self.out.mkdir(parents=True)
-            (self.out / "eval.jsonl").write_text('{"iteration": 0, "strict_accuracy": 0.5, "train_seconds": 0}\n')
-            (self.out / "train.jsonl").write_text('{"seconds_iteration": 1.0, "seconds_rollout": 0.5}\n')
-            (self.out / "config.yaml").write_text(yaml.safe_dump(dataclasses.asdict(self.cfg)))
-
-    monkeypatch.setattr(trainer_module, "Trainer", Recorder)
+    runs = _stand_in_trainer(monkeypatch)
     main(["bench", "convergence", "--minutes", "0.1", "--seeds", "1", "--families", "sol_rl", "sol_rl_n24",
           "--variant", "sol_rl_n24", "sol_rl", "rollout.explore_seeds=24", "--target", "0.4", "--out", str(tmp_path)])
-    assert seen == {"sol_rl": 48, "sol_rl_n24": 24}
+    assert {name: cfg.rollout.explore_seeds for name, cfg in runs.items()} == {"sol_rl": 48, "sol_rl_n24": 24}
     assert "| sol_rl_n24 |" in (tmp_path / "convergence.md").read_text()
     assert main(["bench", "convergence", "--families", "sol_rl_n96", "--out", str(tmp_path / "x")]) == 2
     assert "unknown family 'sol_rl_n96'" in capsys.readouterr().err and not (tmp_path / "x").exists()
