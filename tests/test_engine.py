@@ -64,6 +64,36 @@ def test_fp8_kernel_matches_fp8_emulation():
     assert not torch.allclose(real, F.linear(x, w, b), atol=1e-2)  # it did quantize
 
 
+def test_fp8_kernel_keeps_cudas_bias_rule_and_autocast(monkeypatch):
+    """CUDA's _scaled_mm refuses a bias with an fp32 output (the CPU's accepts it): the first SD3.5-L sol_rl run
+    on an H200 failed there, a LayerNorm under bf16 autocast handing an fp32 input to an FP8 linear. The
+    path now adds such a bias after the GEMM, and under autocast returns autocast's dtype as nn.Linear does."""
+    from solrl.precision.recipes import Kernel
+
+    real_scaled_mm = torch._scaled_mm
+
+    def cuda_rule(*args, bias=None, out_dtype=None, **kwargs):
+        if bias is not None and out_dtype == torch.float32:
+            raise RuntimeError("Bias is not supported when out_dtype is set to Float32")
+        return real_scaled_mm(*args, bias=bias, out_dtype=out_dtype, **kwargs)
+
+    monkeypatch.setattr(torch, "_scaled_mm", cuda_rule)
+    g = torch.Generator().manual_seed(3)
+    w, x, b = torch.randn(64, 128, generator=g), torch.randn(2, 16, 128, generator=g), torch.randn(64, generator=g)
+    layer = QuantLinear.from_weight(w, b, get_recipe("fp8"), Kernel("scaled_mm_fp8", True, "CPU stand-in"))
+    emulated = F.linear(quantize_dequantize(x, "fp8_e4m3_row"), quantize_dequantize(w, "fp8_e4m3_row"), b)
+    fp32 = layer(x)
+    assert fp32.dtype == torch.float32 and fp32.shape == (2, 16, 64)
+    torch.testing.assert_close(fp32, emulated, rtol=1e-5, atol=1e-4)
+    with torch.autocast("cpu", torch.bfloat16):
+        mixed = layer(x)
+        assert F.linear(x, w, b).dtype == mixed.dtype == torch.bfloat16
+    # bf16 rounding relative to the sum of the terms' sizes (cancellation leaves small outputs with the
+    # large terms' error): measured at most 2**-8.4 of it over five seeds, bounded at 2**-7
+    terms = F.linear(quantize_dequantize(x, "fp8_e4m3_row").abs(), quantize_dequantize(w, "fp8_e4m3_row").abs()) + b.abs()
+    assert ((mixed.float() - emulated).abs() <= 2**-7 * terms).all()
+
+
 def test_engine_counts_each_layer_once(policy):
     """Every linear of the copy is either quantized or kept, once (LoRA layers were counted twice)."""
     for recipe in ("bf16", "int8"):

@@ -86,13 +86,17 @@ class QuantLinear(torch.nn.Module):
         elif self.kernel.name == "scaled_mm_fp8":
             sx = x2.abs().amax(1, keepdim=True).float().clamp_min(1e-12) / 448.0
             xq = (x2.float() / sx).to(torch.float8_e4m3fn)
-            out = x.dtype if x.dtype in (torch.bfloat16, torch.float16, torch.float32) else torch.float32
+            out = _output_dtype(x)
             # the GEMM call torchao's float8 inference makes (bias in the epilogue, fast accumulation):
-            # torchao's path ran 0.8-4% faster than ours without them on an H200 (docs/gpu-acceptance.md)
-            bias = None if self.bias is None else self.bias.to(out)
-            y = torch._scaled_mm(xq, self.weight_q, scale_a=sx, scale_b=self.weight_scale, bias=bias, out_dtype=out,
-                                 use_fast_accum=True)
-            return y.to(x.dtype).reshape(*shape[:-1], self.out_features)
+            # torchao's path ran 0.8-4% faster than ours without them on an H200 (docs/gpu-acceptance.md).
+            # CUDA's kernel takes a bias only with a 16-bit output: an fp32 one (a LayerNorm's output under
+            # bf16 autocast outside autocast) adds it after the GEMM
+            fused = self.bias is not None and out != torch.float32
+            y = torch._scaled_mm(xq, self.weight_q, scale_a=sx, scale_b=self.weight_scale, out_dtype=out,
+                                 bias=self.bias.to(out) if fused else None, use_fast_accum=True)
+            if self.bias is not None and not fused:
+                y = y + self.bias.float()
+            return y.reshape(*shape[:-1], self.out_features)
         else:  # emulation sees [batch, tokens, in], so a per-sample scale knows the samples
             xs = x.float().reshape(shape[0], -1, shape[-1]) if x.ndim > 1 else x2.float()
             xq = (quantize_dequantize(xs, self.recipe.act_format) if self.recipe.act_format else xs).reshape(-1, shape[-1])
@@ -103,6 +107,15 @@ class QuantLinear(torch.nn.Module):
 
     def extra_repr(self) -> str:
         return f"{self.in_features} -> {self.out_features}, recipe={self.recipe.name}, kernel={self.kernel.name}, real={self.kernel.real}"
+
+
+def _output_dtype(x: torch.Tensor) -> torch.dtype:
+    """The dtype nn.Linear would return here: autocast's where it is on (a LayerNorm under bf16 autocast
+    hands the next linear an fp32 input, and that linear returns bf16), else the input's."""
+    device = x.device.type
+    if torch.is_autocast_enabled(device):
+        return torch.get_autocast_dtype(device)
+    return x.dtype if x.dtype in (torch.bfloat16, torch.float16) else torch.float32
 
 
 def should_quantize(name: str, in_features: int, out_features: int, recipe: Recipe) -> bool:
