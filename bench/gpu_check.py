@@ -76,8 +76,11 @@ def parse_args(argv=None):
                                                  "e.g. sd35l_pickscore,flux1_pickscore; after the arch sections")
     p.add_argument("--preset-prompts", type=int, default=1, help="prompt groups per iteration in the presets section")
     p.add_argument("--preset-iterations", type=int, default=2)
-    p.add_argument("--preset-eager-baseline", action=argparse.BooleanOptionalAction, default=True,
-                   help="also run naive_scaling eager (the paper's baseline) per preset")
+    p.add_argument("--preset-runs", default="sol_rl,naive_scaling,naive_scaling_eager",
+                   help="which runs per preset, in order: sol_rl, naive_scaling (each as `auto` chooses), "
+                        "naive_scaling_eager (the paper's baseline; its rollout alone)")
+    p.add_argument("--preset-model-dir", default="", help="keep each preset's random model here and reuse one "
+                                                          "already there (a second call on a warm machine skips the build)")
     p.add_argument("--out", default="gpu_check.json")
     p.add_argument("--dry-run", action="store_true", help="no model run: size the architecture and print the plan")
     args = p.parse_args(argv)
@@ -85,6 +88,9 @@ def parse_args(argv=None):
     unknown = [a for a in args.archs if a != "tiny" and a not in REAL_TRANSFORMERS]
     if unknown:
         p.error(f"unknown --arch {unknown[0]!r}; choose from {', '.join(sorted(REAL_TRANSFORMERS))}")
+    bad = set(args.preset_runs.split(",")) - {"sol_rl", "naive_scaling", "naive_scaling_eager"}
+    if bad:
+        p.error(f"unknown --preset-runs {sorted(bad)}; choose from sol_rl, naive_scaling, naive_scaling_eager")
     args.sections_of = dict(item.split("=", 1) for item in args.arch_sections.split() if "=" in item)
     select_arch(args, args.archs[0])
     if args.tiny:
@@ -451,7 +457,7 @@ def main(argv=None) -> dict:
             "sol_rl_iterations": args.iterations, "budget_seconds": args.budget_seconds,
             "speed_budget_seconds": args.speed_budget_seconds, "out": args.out,
             "presets": [p for p in args.presets.split(",") if p], "preset_prompts": args.preset_prompts,
-            "preset_iterations": args.preset_iterations, "preset_eager_baseline": args.preset_eager_baseline}
+            "preset_iterations": args.preset_iterations, "preset_runs": args.preset_runs.split(",")}
     print(json.dumps(plan, indent=2))
     if args.dry_run:
         return {"plan": plan}

@@ -5,7 +5,8 @@
 #                                            # (SD3.5-L first; PRESETS=flux1_pickscore,... for others): issue 32
 #   PLAN=speed bash bench/gpu_check.sh       # SD3.5-M-size forward and rollout timings per recipe, eager and
 #                                            # compiled (nvfp4 vs fp8 on sm100), then SANA-1.6B-size sol_rl iterations
-#   OUT=dir for gpu_check.json (default bench/); extra arguments go to bench/gpu_check.py.
+#   OUT=dir for gpu_check.json (default bench/); BUDGET / LIMIT (presets: 470 / 520 s) the budget after which
+#   no new run starts and the hard stop; extra arguments go to bench/gpu_check.py.
 # Packages the machine lacks are installed from .gpu_wheels/ (scripts/fetch_gpu_wheels.sh) into .gpu_site/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,9 +28,9 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader ||
 mkdir -p "${OUT:-bench}"
 case "${PLAN:-presets}" in
   presets) plan=(--arch sd35m --sections none --presets "${PRESETS:-sd35l_pickscore,flux1_pickscore,sana_pickscore}"
-                 --preset-iterations 1 --budget-seconds 470) ;;
+                 --preset-iterations 1 --budget-seconds "${BUDGET:-470}") ;;
   speed) plan=(--arch sd35m,sana16b --arch-sections "sd35m=speed sana16b=sol_rl" --budget-seconds 440 --speed-budget-seconds 360) ;;
   *) echo "PLAN must be presets or speed, got ${PLAN}"; exit 2 ;;
 esac
-timeout 520 "$PYTHON" bench/gpu_check.py "${plan[@]}" --out "${OUT:-bench}/gpu_check.json" "$@" \
+timeout "${LIMIT:-520}" "$PYTHON" bench/gpu_check.py "${plan[@]}" --out "${OUT:-bench}/gpu_check.json" "$@" \
     2>&1 | tee "${OUT:-bench}/gpu_check.log"

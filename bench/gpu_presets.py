@@ -1,5 +1,5 @@
 """gpu_check's `presets` section: each GPU preset as shipped (issue 32), at its released transformer's size
-with random weights, for sol_rl and naive_scaling (and naive_scaling eager, the paper's baseline), through
+with random weights, for sol_rl and naive_scaling (and naive_scaling eager's rollout, the paper's baseline), through
 the Trainer: the explore recipe and compile scopes `auto` chose, explore / regenerate / train seconds,
 measured peak memory beside `solrl check`'s estimate. What differs from the preset, and why: the reward
 is a random CNN (no reward weights offline), the text encoders and VAE are tiny random ones (the
@@ -18,6 +18,7 @@ from solrl.rewards.base import REWARDS, Reward, RewardResult
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 PROMPTS = ["a photo of a red bicycle leaning on a brick wall", "an astronaut riding a horse, oil painting",
            "a bowl of ramen with chopsticks, studio light", "two cats sleeping on a blue sofa"]
+BUILT = ".built_by_gpu_presets"
 VAE_LEVELS = {"sd3": 4, "flux": 4, "sana": 6, "qwen_image": 3}   # the released VAE factors: 8, 8, 32, 8
 TARGETS = {"sol_rl_rollout_over_naive_scaling": 1.35, "sol_rl_rollout_over_eager_naive_scaling": 2.2,
            "sol_rl_iteration_over_naive_scaling": 1.3}
@@ -57,21 +58,30 @@ def preset_overrides(args, preset: Path, model_dir: Path, prompts: Path, run_dir
     return overrides
 
 
-def build_preset_model(args, family: str, transformer: dict, root: Path) -> Path:
+def build_preset_model(args, family: str, transformer: dict, path: Path) -> Path:
     from solrl.testing.random_pipelines import build_random_pipeline
 
-    path = root / f"pipeline_{family}"
     cuda = torch.device(args.device).type == "cuda"
     with torch.device(args.device if cuda else "cpu"):   # random init on the GPU: seconds instead of minutes
         pipe = build_random_pipeline(family, transformer_config=transformer, vae_levels=2 if args.tiny else VAE_LEVELS[family])
     if cuda:
         pipe.to(torch.bfloat16)
     pipe.save_pretrained(str(path))
+    (path / BUILT).touch()   # last: a build cut short is not taken for a whole one
     del pipe
     return path
 
 
-def _one_run(cfg, iterations: int, device: str) -> dict:
+def _rollout_seconds(trainer) -> dict:
+    """One iteration's rollout alone, stage seconds as the Trainer logs them: the eager baseline serves only
+    the rollout ratio, and an SD3.5-L training step would cost the run's budget a second time."""
+    spec = trainer.rollout_spec()
+    prompts = trainer.prompts.for_iteration(trainer.cfg.seed, 0, trainer.cfg.train.prompts_per_iter)
+    batch = trainer._rollout(0, prompts, spec.seeds(trainer.cfg.seed, 0, len(prompts)), spec)
+    return {f"seconds_{k}": v for k, v in batch.seconds.items()}
+
+
+def _one_run(cfg, iterations: int, device: str, rollout_only: bool = False) -> dict:
     from solrl.precision.recipes import device_info
     from solrl.preflight import run_check
     from solrl.training.trainer import Trainer
@@ -82,7 +92,7 @@ def _one_run(cfg, iterations: int, device: str) -> dict:
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
     trainer = Trainer(cfg, quiet=True)
-    records = [trainer.run_iteration(i) for i in range(iterations)]
+    records = [_rollout_seconds(trainer)] if rollout_only else [trainer.run_iteration(i) for i in range(iterations)]
     last, first = records[-1] or {}, records[0] or {}
     keep = ("seconds_explore", "seconds_regenerate", "seconds_rollout", "seconds_train", "seconds_iteration",
             "seconds_reward_explore", "seconds_sync", "proxy_full_spearman")
@@ -90,7 +100,7 @@ def _one_run(cfg, iterations: int, device: str) -> dict:
            "seconds_compile": round(first.get("seconds_compile", 0.0), 1),
            "explore_engine": trainer.engine.label if trainer.engine is not None else None,
            "auto_choice": list(trainer.engine.choice) if trainer.engine is not None and trainer.engine.choice else None,
-           "model_compile": cfg.model.compile, "rollout_compile": cfg.rollout.compile,
+           "model_compile": cfg.model.compile, "rollout_compile": cfg.rollout.compile, "rollout_only": rollout_only,
            "estimated_peak_gib": round(estimate.peak_gib, 2) if estimate else None}
     if cuda:
         row["peak_memory_gib"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
@@ -113,7 +123,7 @@ def _ratios(runs: dict) -> dict:
 
 def preset_runs(args, deadline: float, save) -> dict:
     """Every preset of `args.presets` (e.g. sd35l_pickscore,flux1_pickscore): one model build, then sol_rl,
-    naive_scaling and (with --preset-eager-baseline) eager naive_scaling; a failing run is recorded and the
+    naive_scaling and eager naive_scaling's rollout alone (`--preset-runs` chooses); a failing run is recorded and the
     next one goes on; `save(result)` after each step."""
     import tempfile
 
@@ -135,20 +145,24 @@ def preset_runs(args, deadline: float, save) -> dict:
         with tempfile.TemporaryDirectory(prefix="solrl_gpu_presets_") as tmp:
             root = Path(tmp)
             began = time.perf_counter()
-            model_dir = build_preset_model(args, family, transformer, root)
+            model_dir = Path(args.preset_model_dir) / name if args.preset_model_dir else root / f"pipeline_{family}"
+            if (model_dir / BUILT).exists():   # built whole by an earlier call on this machine
+                mine["model_reused"] = str(model_dir)
+            else:
+                build_preset_model(args, family, transformer, model_dir)
             mine["build_seconds"] = round(time.perf_counter() - began, 1)
             prompts = root / "prompts.txt"
             prompts.write_text("\n".join(PROMPTS) + "\n")
-            plan = [("sol_rl", "sol_rl", False), ("naive_scaling", "naive_scaling", False)]
-            if args.preset_eager_baseline:
-                plan.append(("naive_scaling_eager", "naive_scaling", True))
+            known = {"sol_rl": ("sol_rl", False), "naive_scaling": ("naive_scaling", False),
+                     "naive_scaling_eager": ("naive_scaling", True)}
+            plan = [(label, *known[label]) for label in args.preset_runs.split(",")]
             for label, rollout_family, eager in plan:
                 if time.perf_counter() > deadline:
                     mine["runs"][label] = {"skipped": "the run's budget was spent"}
                     continue
                 try:
                     cfg = load_config(preset, preset_overrides(args, preset, model_dir, prompts, root / label, rollout_family, eager))
-                    mine["runs"][label] = _one_run(cfg, args.preset_iterations, args.device)
+                    mine["runs"][label] = _one_run(cfg, args.preset_iterations, args.device, rollout_only=eager)
                 except Exception as exc:  # record and go on: the other runs of a paid-for GPU still count
                     import traceback
 

@@ -79,6 +79,8 @@ def test_the_presets_section_runs_each_preset_as_shipped_on_a_tiny_model(gpu_che
     assert all(r["seconds_rollout"] > 0 and r["estimated_peak_gib"] > 0 for r in runs.values()), runs
     assert runs["sol_rl"]["explore_engine"] and runs["sol_rl"]["auto_choice"][0] in ("bf16", "fp32")   # auto, as shipped
     assert runs["naive_scaling_eager"]["model_compile"] == "eager" and runs["naive_scaling"]["model_compile"] == "auto"
+    assert runs["naive_scaling_eager"]["rollout_only"] and "seconds_train" not in runs["naive_scaling_eager"]
+    assert runs["sol_rl"]["seconds_train"] > 0 and not runs["sol_rl"]["rollout_only"]
     assert {r["target"] for r in preset["ratios"].values()} == {1.35, 2.2, 1.3}
     assert "tiny" not in report and report["complete"]   # --sections none: no arch section ran
 
@@ -96,3 +98,28 @@ def test_the_blackwell_summary_says_what_ran(gpu_check, monkeypatch, capability,
         assert "sm100" in summary["not_run"] and "sm90" in summary["not_run"]
     else:
         assert summary["nvfp4_over_compiled_fp8"] == 1.4 and summary["met"] and summary["nvfp4_kernel"] == "torchao_nvfp4"
+
+
+def test_a_kept_preset_model_is_reused_by_a_later_call(gpu_check, tmp_path, monkeypatch):
+    """`--preset-model-dir`: the first call builds and marks the model whole, a second (the eager baseline
+    alone, as a warm GPU machine's last minutes allow) loads it instead of building again."""
+    import json
+
+    import bench.gpu_presets as gpu_presets
+
+    kept = tmp_path / "models"
+    common = ["--tiny", "--device", "cpu", "--sections", "none", "--presets", "sana_pickscore",
+              "--preset-iterations", "1", "--preset-model-dir", str(kept)]
+    gpu_check.main(common + ["--preset-runs", "naive_scaling", "--out", str(tmp_path / "a.json")])
+    assert (kept / "sana_pickscore" / gpu_presets.BUILT).exists()
+    monkeypatch.setattr(gpu_presets, "build_preset_model", lambda *a: pytest.fail("built again"))
+    gpu_check.main(common + ["--preset-runs", "naive_scaling_eager", "--out", str(tmp_path / "b.json")])
+    second = json.loads((tmp_path / "b.json").read_text())["presets"]["sana_pickscore"]
+    assert second["model_reused"] == str(kept / "sana_pickscore") and set(second["runs"]) == {"naive_scaling_eager"}
+    assert second["runs"]["naive_scaling_eager"]["seconds_rollout"] > 0
+
+
+def test_unknown_preset_runs_are_refused_with_the_choices(gpu_check, capsys):
+    with pytest.raises(SystemExit):
+        gpu_check.parse_args(["--presets", "sd35l_pickscore", "--preset-runs", "sol_rl,naive"])
+    assert "naive_scaling_eager" in capsys.readouterr().err
