@@ -88,10 +88,11 @@ def _one_run(cfg, iterations: int, device: str, rollout_only: bool = False) -> d
 
     cuda = torch.device(device).type == "cuda"
     estimate = run_check(cfg, device_info(device) if cuda else None).memory
-    if cuda:
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats(device)
+    peaks = StagePeaks(device) if cuda else None
     trainer = Trainer(cfg, quiet=True)
+    if peaks:
+        peaks.stage("warm_up")   # model load and the compile warm-up
+        peaks.around_training(trainer)
     records = [_rollout_seconds(trainer)] if rollout_only else [trainer.run_iteration(i) for i in range(iterations)]
     last, first = records[-1] or {}, records[0] or {}
     keep = ("seconds_explore", "seconds_regenerate", "seconds_rollout", "seconds_train", "seconds_iteration",
@@ -102,11 +103,59 @@ def _one_run(cfg, iterations: int, device: str, rollout_only: bool = False) -> d
            "auto_choice": list(trainer.engine.choice) if trainer.engine is not None and trainer.engine.choice else None,
            "model_compile": cfg.model.compile, "rollout_compile": cfg.rollout.compile, "rollout_only": rollout_only,
            "estimated_peak_gib": round(estimate.peak_gib, 2) if estimate else None}
-    if cuda:
-        row["peak_memory_gib"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
-        row["peak_reserved_gib"] = round(torch.cuda.max_memory_reserved(device) / 2**30, 2)
+    if peaks:
+        if rollout_only:   # else the training step closed each stage
+            peaks.stage("rollout")
+        row.update(peaks.report())
     del trainer
     return row
+
+
+class StagePeaks:
+    """Peak device memory per stage of one run (warm-up, rollout, train) and what was already allocated
+    when it began. The first H200 run read naive_scaling's peak 20 GiB over the estimate when it followed
+    another run; a previous trainer not yet collected (compiled graphs hold cycles) would do that, so each
+    run starts after a collection and says what it found allocated."""
+
+    def __init__(self, device, allocated=None, peak=None, reset=None, reserved=None):
+        import gc
+
+        gc.collect()
+        cuda = torch.cuda
+        self.allocated = allocated or (lambda: cuda.memory_allocated(device))
+        self.peak = peak or (lambda: cuda.max_memory_allocated(device))
+        self.reset = reset or (lambda: cuda.reset_peak_memory_stats(device))
+        self.reserved = reserved or (lambda: cuda.max_memory_reserved(device))
+        if allocated is None:
+            cuda.empty_cache()
+        self.at_start = self.allocated()
+        self.peaks: dict[str, int] = {}
+        self.reserved_peak = 0
+        self.reset()
+
+    def stage(self, name: str) -> None:
+        """Close the stage that ran since the last call, under `name`, the highest over iterations (a reset
+        clears both peaks)."""
+        self.peaks[name] = max(self.peaks.get(name, 0), self.peak())
+        self.reserved_peak = max(self.reserved_peak, self.reserved())
+        self.reset()
+
+    def around_training(self, trainer) -> None:
+        """Split each iteration at its training step: what ran before it is the rollout."""
+        train_step = trainer._train_step
+
+        def measured(*args, **kwargs):
+            self.stage("rollout")
+            out = train_step(*args, **kwargs)
+            self.stage("train")
+            return out
+        trainer._train_step = measured
+
+    def report(self) -> dict:
+        gib = lambda b: round(b / 2**30, 2)  # noqa: E731
+        return {"peak_memory_gib": gib(max(self.peaks.values())), "peak_reserved_gib": gib(self.reserved_peak),
+                "allocated_at_start_gib": gib(self.at_start),
+                "peak_by_stage_gib": {k: gib(v) for k, v in self.peaks.items()}}
 
 
 def _ratios(runs: dict) -> dict:

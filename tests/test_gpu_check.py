@@ -123,3 +123,38 @@ def test_unknown_preset_runs_are_refused_with_the_choices(gpu_check, capsys):
     with pytest.raises(SystemExit):
         gpu_check.parse_args(["--presets", "sd35l_pickscore", "--preset-runs", "sol_rl,naive"])
     assert "naive_scaling_eager" in capsys.readouterr().err
+
+
+def test_stage_peaks_split_a_run_at_its_training_step():
+    """Per-stage peaks (warm-up, rollout, train) and what was allocated at the start, from the device's
+    counters, here a stand-in that keeps the peak since the last reset as CUDA's allocator does."""
+    from bench.gpu_presets import StagePeaks
+
+    class Counters:
+        def __init__(self):
+            self.now, self.top = 3 * 2**30, 3 * 2**30
+        def use(self, gib):
+            self.now += int(gib * 2**30)
+            self.top = max(self.top, self.now)
+        def reset(self):
+            self.top = self.now
+
+    c = Counters()
+    peaks = StagePeaks("cpu", allocated=lambda: c.now, peak=lambda: c.top, reset=c.reset, reserved=lambda: c.top + 2**30)
+
+    class Trainer:
+        def _train_step(self, batch):
+            c.use(10); c.use(-10)          # activations, freed
+            return {"loss": batch}
+
+    trainer = Trainer()
+    c.use(16); peaks.stage("warm_up")      # weights
+    peaks.around_training(trainer)
+    c.use(5); c.use(-5)                    # the rollout's images
+    assert trainer._train_step(1.0) == {"loss": 1.0}
+    c.use(2); c.use(-2)                    # the next iteration's rollout: lower than the first
+    assert trainer._train_step(2.0) == {"loss": 2.0}
+    report = peaks.report()
+    assert report["allocated_at_start_gib"] == 3.0
+    assert report["peak_by_stage_gib"] == {"warm_up": 19.0, "rollout": 24.0, "train": 29.0}
+    assert report["peak_memory_gib"] == 29.0 and report["peak_reserved_gib"] == 30.0
