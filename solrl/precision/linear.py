@@ -89,8 +89,8 @@ class QuantLinear(torch.nn.Module):
             out = _output_dtype(x)
             # the GEMM call torchao's float8 inference makes (bias in the epilogue, fast accumulation):
             # torchao's path ran 0.8-4% faster than ours without them on an H200 (docs/gpu-acceptance.md).
-            # CUDA's kernel takes a bias only with a 16-bit output: an fp32 one (a LayerNorm's output under
-            # bf16 autocast outside autocast) adds it after the GEMM
+            # CUDA's kernel takes a bias only with a 16-bit output, so an fp32 output (fp32 inputs outside
+            # autocast) gets it after the GEMM
             fused = self.bias is not None and out != torch.float32
             y = torch._scaled_mm(xq, self.weight_q, scale_a=sx, scale_b=self.weight_scale, out_dtype=out,
                                  bias=self.bias.to(out) if fused else None, use_fast_accum=True)
