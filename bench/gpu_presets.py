@@ -75,10 +75,7 @@ def build_preset_model(args, family: str, transformer: dict, path: Path) -> Path
 def _rollout_seconds(trainer) -> dict:
     """One iteration's rollout alone, stage seconds as the Trainer logs them: the eager baseline serves only
     the rollout ratio, and an SD3.5-L training step would cost the run's budget a second time."""
-    spec = trainer.rollout_spec()
-    prompts = trainer.prompts.for_iteration(trainer.cfg.seed, 0, trainer.cfg.train.prompts_per_iter)
-    batch = trainer._rollout(0, prompts, spec.seeds(trainer.cfg.seed, 0, len(prompts)), spec)
-    return {f"seconds_{k}": v for k, v in batch.seconds.items()}
+    return {f"seconds_{k}": v for k, v in trainer.rollout(0).seconds.items()}
 
 
 def _one_run(cfg, iterations: int, device: str, rollout_only: bool = False) -> dict:

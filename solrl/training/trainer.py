@@ -246,13 +246,17 @@ class Trainer:
         return RolloutSpec(r.family, c.group_size, r.explore_seeds, s.steps, r.explore_steps, s.solver, s.guidance,
                            s.batch_size, r.selection, c.autocast_bf16, adaptive=adaptive)
 
+    def rollout(self, iteration: int):
+        """This rank's samples of `iteration`: its prompt groups and seeds drawn as the run draws them
+        (None when a reward fault loses the iteration)."""
+        group_prompts = self.prompts.for_iteration(self.cfg.seed, iteration, self.cfg.train.prompts_per_iter)
+        spec = self.rollout_spec()
+        return self._rollout(iteration, group_prompts, spec.seeds(self.cfg.seed, iteration, len(group_prompts)), spec)
+
     def run_iteration(self, iteration: int) -> dict | None:
         cfg = self.cfg.train
         t_start = time.time()
-        group_prompts = self.prompts.for_iteration(self.cfg.seed, iteration, cfg.prompts_per_iter)
-        spec = self.rollout_spec()
-        seeds = spec.seeds(self.cfg.seed, iteration, len(group_prompts))
-        batch = self._rollout(iteration, group_prompts, seeds, spec)
+        batch = self.rollout(iteration)
         if batch is None:
             return None
         self.model.train()
