@@ -202,6 +202,64 @@ def time_to_target(results: dict, target: float | None = None) -> dict[str, dict
     return per_family
 
 
+# where a bar sits on the reference's curve, as a share of the reference's gain over the base: the headline
+# target is all of it (1.0), so a lead that shows at one bar only is seen as such
+SWEEP_SHARES = (0.25, 0.5, 0.75, 1.0)
+
+
+def target_sweep(results: dict, target: float | None = None, shares=SWEEP_SHARES) -> list[dict]:
+    """Time to target again with the bar at each share of the reference's gain, base + share x (target - base)
+    (the base: the reference seeds' mean first evaluation). A target on a flat stretch of the reference's curve
+    makes its seeds' times as wide as their runs (docs/where-exploration-pays.md); the sweep shows whether a
+    speed-up holds at the other bars or belongs to one. Per bar and family: the speed-up with its interval, the
+    verdict, seeds reached, and how many times fewer iterations than the reference it took (the value of an
+    iteration, cost left out). Empty where the headline has no target or the reference gained nothing."""
+    headline = time_to_target(results, target)
+    if not headline:
+        return []
+    first = next(iter(headline.values()))
+    key, reference = first["metric"], first["reference"]
+    base = float(np.mean([ev[0][key] for ev in results[reference]["seed_evals"]]))
+    if first["target"] <= base:
+        return []
+    rows = []
+    for share in shares:
+        bar = base + share * (first["target"] - base)
+        per_family = time_to_target(results, bar)
+        ref = per_family[reference]
+        rows.append({"share": share, "target": bar, "reference": reference, "families": {
+            family: {"speedup": t["speedup"], "speedup_low": t["speedup_low"], "speedup_high": t["speedup_high"],
+                     "verdict": t["verdict"], "reached": t["reached"], "seeds": len(t["reached_by_seed"]),
+                     "iteration_ratio": (ref["iterations_mean"] / t["iterations_mean"]) if t["iterations_mean"] > 0 else None}
+            for family, t in per_family.items()}})
+    return rows
+
+
+def sweep_lines(sweep: list[dict]) -> list[str]:
+    """The sweep as a markdown section (nothing without one)."""
+    if not sweep:
+        return []
+    reference = sweep[0]["reference"]
+    others = [f for f in sweep[0]["families"] if f != reference]
+    lines = ["", "## The speed-up at other bars", "",
+             f"Time to target with the bar at a share of {reference}'s gain over the base (1.00 is the headline target): "
+             "a lead that holds at every bar does not hang on where one bar fell on the reference's curve. Each cell: "
+             f"the speed-up over {reference} with its 95% interval and verdict, seeds that reached the bar (the family's, "
+             f"then {reference}'s), and the ratio of iterations to it ({reference}'s mean over the family's: the value "
+             "of an iteration, its cost left out).", "",
+             "| share of the gain | target | " + " | ".join(others) + " |", "|---" * (2 + len(others)) + "|"]
+    for row in sweep:
+        ref = row["families"][reference]
+        cells = []
+        for family in others:
+            t = row["families"][family]
+            interval = f" [{t['speedup_low']:.2f}, {t['speedup_high']:.2f}]" if t["speedup_low"] is not None else ""
+            cells.append(f"{fmt(t['speedup'])}{interval}, {t['verdict']} ({t['reached']}/{t['seeds']}; "
+                         f"{ref['reached']}/{ref['seeds']}); iterations {fmt(t['iteration_ratio'])}x")
+        lines.append(f"| {row['share']:.2f} | {row['target']:.3f} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def convergence_table(results: dict, target: float | None = None) -> list[dict]:
     targets = time_to_target(results, target)
     rows = []
@@ -251,7 +309,9 @@ def write_convergence_report(results: dict, out_dir: str, command: str, target_v
                        f"{', '.join(results)}: means over seeds, 95% bands", metrics=tuple(TABLE_METRICS))
     rows = convergence_table(results, target_value)
     histories = {f: r["eval"] for f, r in results.items()}
-    (out / "convergence.json").write_text(json.dumps({"rows": rows, "histories": histories}, indent=2) + "\n")
+    sweep = target_sweep(results, target_value)
+    (out / "convergence.json").write_text(json.dumps({"rows": rows, "histories": histories, "target_sweep": sweep},
+                                                     indent=2) + "\n")
     seeds = rows[0]["seeds"]
     gpu = f" with {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""
     target = rows[0]["time_to_target"]
@@ -295,6 +355,7 @@ def write_convergence_report(results: dict, out_dir: str, command: str, target_v
     lines += ["", f"Each metric: its final value, the mean over {seeds} seeds (`seed=0..`) ± the 95% Student-t half-width, "
               f"then each seed's gain over the base; \"above\" / \"below\" {reference} only where the intervals do not "
               "overlap, else \"overlap\": no ranking."] if seeds > 1 else []
+    lines += sweep_lines(sweep)
     path = out / "convergence.md"
     path.write_text("\n".join(lines) + "\n")
     return path

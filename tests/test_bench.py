@@ -240,12 +240,43 @@ def test_time_to_target_leads_the_report(tmp_path):
     assert t["sol_rl"]["seconds_ci"] == pytest.approx(127.062, rel=1e-4)
     assert t["sol_rl"]["verdict"] == "no separation" and t["diffusionnft"]["verdict"] == "reference"
     report = write_convergence_report(results, str(tmp_path), "test").read_text()
-    table = [line for line in report.splitlines() if line.startswith("|")]
+    table = [line for line in report.split("## The speed-up at other bars")[0].splitlines() if line.startswith("|")]
     assert table[0].startswith("| family | s to target | iterations to target | speed-up vs diffusionnft |")
     assert len({line.count("|") for line in table}) == 1  # every row has as many cells as the header
     assert "Target: held-out strict_accuracy 0.850" in report
     assert "| sol_rl | 110 ± 127 (2/2 reached: 100, 120) | 10 ± 0 (2/2 reached: 10, 10) | 1.91 [" in report
     assert "(1/2 reached: >=220, 200)" in report
+
+
+def test_the_sweep_times_every_family_at_shares_of_the_references_gain(tmp_path):
+    """The histories above: base 0.5, target 0.85, so the bars are 0.5875, 0.675, 0.7625 and 0.85. Both
+    diffusionnft seeds pass the two lower bars at 100 s (iteration 10), sol_rl's at 100 and 120 s: 100 / 110.
+    At 0.7625 diffusionnft's seed 0 needs its 220 s evaluation (iteration 20): 160 / 110, iterations 15 / 10;
+    at 0.85 the headline, 210 / 110 and 20 / 10, one diffusionnft seed a lower bound."""
+    from solrl.bench import sweep_lines, target_sweep
+
+    dnft = [_timed((5, 0.5), (100, 0.7), (220, 0.8)), _timed((5, 0.5), (100, 0.8), (200, 0.9))]
+    sol = [_timed((5, 0.5), (100, 0.85), (200, 0.9)), _timed((5, 0.5), (120, 0.86), (210, 0.9))]
+    train = [{"seconds_rollout": 1.0, "seconds_iteration": 2.0}]
+    results = {f: {"eval": aggregate_seeds(ev), "train": train, "seed_evals": ev} for f, ev in (("diffusionnft", dnft), ("sol_rl", sol))}
+    sweep = target_sweep(results)
+    assert [row["share"] for row in sweep] == [0.25, 0.5, 0.75, 1.0]
+    assert [row["target"] for row in sweep] == pytest.approx([0.5875, 0.675, 0.7625, 0.85])
+    sol_rows = [row["families"]["sol_rl"] for row in sweep]
+    assert [t["speedup"] for t in sol_rows] == pytest.approx([100 / 110, 100 / 110, 160 / 110, 210 / 110])
+    assert [t["iteration_ratio"] for t in sol_rows] == pytest.approx([1.0, 1.0, 1.5, 2.0])
+    assert [row["families"]["diffusionnft"]["reached"] for row in sweep] == [2, 2, 2, 1]
+    assert sweep[-1]["families"]["sol_rl"]["speedup"] == time_to_target(results)["sol_rl"]["speedup"]  # 1.0 is the headline
+    lines = sweep_lines(sweep)
+    assert lines[-2].startswith("| 0.75 | 0.76") and "| 1.45 [" in lines[-2] and "(2/2; 2/2); iterations 1.50x |" in lines[-2]
+    assert lines[-1].startswith("| 1.00 | 0.850 | 1.91 [") and "(2/2; 1/2); iterations 2.00x |" in lines[-1]
+    report = write_convergence_report(results, str(tmp_path), "test").read_text()
+    assert "## The speed-up at other bars" in report and lines[-1] in report
+    assert json.loads((tmp_path / "convergence.json").read_text())["target_sweep"][2]["target"] == pytest.approx(0.7625)
+    # a given target replaces the headline's; one at or under the base leaves no gain to share out
+    assert target_sweep(results, 0.7)[-1]["target"] == pytest.approx(0.7)
+    assert target_sweep(results, 0.5) == [] and sweep_lines([]) == []
+    assert target_sweep({"sol_rl": results["sol_rl"]}) == []  # no diffusionnft and no target: no headline
 
 
 def test_a_given_target_times_families_without_diffusionnft_against_the_first(tmp_path):
