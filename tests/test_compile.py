@@ -17,8 +17,11 @@ from solrl.training.trainer import Trainer
 
 pytestmark = pytest.mark.slow
 # relative velocity difference compiled vs eager: fused kernels reorder float sums (fp32 ~1e-7 seen);
-# bf16 rounds intermediate values differently once fused (5.7e-3 seen)
-TOLERANCE = {"fp32": 1e-5, "int8": 1e-4, "nvfp4": 1e-4, "bf16": 2e-2}
+# bf16 rounds intermediate values differently once fused (5.7e-3 seen); in int8 / nvfp4 an activation on a
+# rounding boundary can land one level apart once the scale's arithmetic is fused: over 41 weight draws on an
+# AMX Xeon the difference had median 8e-7 but reached 7.6e-3 (int8) and 5.0e-3 (nvfp4). A sync's weight move
+# below changes the output by 0.15-0.48, so these bounds still tell a stale copy from a fresh one.
+TOLERANCE = {"fp32": 1e-5, "int8": 2e-2, "nvfp4": 2e-2, "bf16": 2e-2}
 
 
 @pytest.fixture()
@@ -46,18 +49,20 @@ def test_compiled_engine_matches_eager_and_a_sync_does_not_recompile(tiny_toy_di
     eager, compiled = ExploreEngine(policy, r, layers="all"), ExploreEngine(policy, r, compile=scope, layers="all")
     assert compiled.compiled and compiled.dtype == (torch.bfloat16 if recipe == "bf16" else torch.float32)
     x, t, cond = _inputs(policy)
+    bound = TOLERANCE[recipe]
     before = compiled.velocity(x, t, cond)
-    assert before.dtype == torch.float32 and _relative(before, eager.velocity(x, t, cond)) < TOLERANCE[recipe]
+    assert before.dtype == torch.float32 and _relative(before, eager.velocity(x, t, cond)) < bound
     frames = counter.frame_count
     assert frames >= 1
+    g = torch.Generator().manual_seed(1)  # the same move whatever ran before in the process
     with torch.no_grad():  # the old adapter moves (an update's EMA refresh); both engines re-sync in place
         for p in adapter_params(policy.transformer, OLD).values():
-            p.add_(0.2 * torch.randn_like(p))
+            p.add_(0.2 * torch.randn(p.shape, generator=g))
     eager.sync(policy), compiled.sync(policy)
     after = compiled.velocity(x, t, cond)
     assert counter.frame_count == frames  # weights are graph inputs: nothing recompiled
-    assert _relative(after, before) > 10 * TOLERANCE[recipe]  # it follows the new weights
-    assert _relative(after, eager.velocity(x, t, cond)) < TOLERANCE[recipe]
+    assert _relative(after, before) > 5 * bound  # it follows the new weights
+    assert _relative(after, eager.velocity(x, t, cond)) < bound
 
 
 def _cfg(tiny_toy_dir, out, family, *extra):
