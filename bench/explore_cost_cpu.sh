@@ -2,8 +2,9 @@
 # Issue 36, item 2: the toy's explore cost per image-step on this CPU, against the paper's regime (sol_rl's
 # rollout >= 2.33x naive_scaling's, c <= 0.3, both compiled) at a ranking no worse than bf16's at 6 steps.
 # Meant for an AMX Xeon (bf16 and int8 tile units); anywhere else it runs too and says the CPU had no AMX.
-# About 25 minutes on 2 cores; run it alone (timings). Writes docs/explore_cost_<cpu>.{md,json} and
-# docs/probe_explore_cost_<cpu>{,_dpm2}.json, where <cpu> is amx, avx512bf16 or avx2.
+# About 35 minutes on 2 cores; run it alone (timings). Writes docs/explore_cost_<cpu>_<case>.{md,json},
+# docs/probe_explore_cost_<cpu>{,_dpm2}.json and docs/forward_profile_<cpu>.md, where <cpu> is amx,
+# avx512bf16 or avx2.
 #   bash bench/explore_cost_cpu.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,10 +15,15 @@ elif [[ $flags == *avx512_bf16* ]]; then cpu=avx512bf16; echo "no AMX on this CP
 else cpu=avx2; echo "no AMX nor AVX512-BF16 on this CPU: bf16 and int8 will be slow here; the figures are this CPU's"; fi
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) ($cpu), $(nproc) cores, $(date -u +%FT%TZ)"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-for recipe in bf16 int8; do   # the rollout bench: naive_scaling and sol_rl, eager / blocks / model, side by side
-  "$PYTHON" bench/rollout_speed.py --reps 3 --prompts 8 --out "docs/explore_cost_${cpu}_${recipe}.md" \
-      --json "docs/explore_cost_${cpu}_${recipe}.json" "rollout.explore_precision=$recipe"
+# the rollout bench: naive_scaling and sol_rl, eager / blocks / model, side by side; int8 on the reference's
+# layers (the SD3 rule keeps most in full precision) and on every linear layer
+for case in bf16 int8 int8_all; do
+  recipe=${case%_all}; layers=reference; [[ $case == *_all ]] && layers=all
+  "$PYTHON" bench/rollout_speed.py --reps 3 --prompts 8 --out "docs/explore_cost_${cpu}_${case}.md" \
+      --json "docs/explore_cost_${cpu}_${case}.json" "rollout.explore_precision=$recipe" "rollout.explore_layers=$layers"
 done
+# why c stops where it does: one forward's time by kind of op, fp32 against bf16
+"$PYTHON" bench/forward_profile.py --out "docs/forward_profile_${cpu}.md"
 # the ranking those settings keep (Spearman and top/bottom match against fp32 at 10 steps): the presets'
 # euler at 6 steps, and fewer steps with the second-order solver
 "$PYTHON" -m solrl probe --max-prompts 32 --seeds 48 --precision bf16 int8 --explore-steps 6 \

@@ -168,6 +168,21 @@ def test_the_relation_probe_reward_scores_renders():
     assert result.scores[0] == 1.0 and set(result.parts) == {"strict", "gold", "world_like", "referee"}
 
 
+def test_the_forward_profile_times_one_gemm_in_each_precision():
+    """bench/forward_profile.py's GEMM table: fp32, bf16 and torch._int_mm on the same shape, each timed."""
+    import importlib.util
+    import math
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("forward_profile", Path(__file__).parent.parent / "bench" / "forward_profile.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = module.gemm_ceiling(rows=64, widths=(32, 64), reps=2)
+    assert [r[0] for r in rows] == [32, 64]
+    assert all(math.isfinite(ms) and ms > 0 for r in rows for ms in r[1:])
+    assert module.GROUPS["addmm"] == "GEMM"
+
+
 def _timed(*rows):
     """An evaluation history from (wall seconds, strict accuracy) pairs, ten iterations apart."""
     return [{"iteration": i * 10, "wall_seconds": w, "strict_accuracy": s, "mean_score": s} for i, (w, s) in enumerate(rows)]
