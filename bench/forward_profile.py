@@ -32,16 +32,22 @@ GROUPS = {  # aten op -> what it is in a transformer block
 }
 
 
+def median_seconds(fn, reps: int, warmup: int = 3) -> float:
+    """Median seconds of `fn()` over `reps` calls, after `warmup` calls (compilation, caches)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def forward_seconds(policy, model, x, t, cond, reps: int) -> float:
     policy.transformer = model
-    times = []
     with torch.no_grad():
-        for i in range(reps + 3):   # three warm-up calls (and compilation) first
-            start = time.perf_counter()
-            policy.velocity(x, t, cond)
-            if i >= 3:
-                times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        return median_seconds(lambda: policy.velocity(x, t, cond), reps)
 
 
 def op_times(policy, model, x, t, cond, reps: int = 5) -> dict[str, float]:
@@ -67,16 +73,7 @@ def gemm_ceiling(rows: int, widths=(128, 512, 2048), reps: int = 20) -> list[tup
         a, b = torch.randn(rows, width), torch.randn(width, 4 * width)
         cases = {"fp32": (a, b, torch.mm), "bf16": (a.bfloat16(), b.bfloat16(), torch.mm),
                  "int8": (a.clamp(-1, 1).mul(127).to(torch.int8), b.clamp(-1, 1).mul(127).to(torch.int8), torch._int_mm)}
-        ms = {}
-        for name, (x, w, op) in cases.items():
-            for _ in range(3):
-                op(x, w)
-            times = []
-            for _ in range(reps):
-                start = time.perf_counter()
-                op(x, w)
-                times.append(time.perf_counter() - start)
-            ms[name] = statistics.median(times) * 1e3
+        ms = {name: median_seconds(lambda: op(x, w), reps) * 1e3 for name, (x, w, op) in cases.items()}
         out.append((width, ms["fp32"], ms["bf16"], ms["int8"]))
     return out
 

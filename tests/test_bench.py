@@ -180,7 +180,6 @@ def test_the_forward_profile_times_one_gemm_in_each_precision():
     rows = module.gemm_ceiling(rows=64, widths=(32, 64), reps=2)
     assert [r[0] for r in rows] == [32, 64]
     assert all(math.isfinite(ms) and ms > 0 for r in rows for ms in r[1:])
-    assert module.GROUPS["addmm"] == "GEMM"
 
 
 def _timed(*rows):

@@ -19,8 +19,8 @@ pytestmark = pytest.mark.slow
 # relative velocity difference compiled vs eager: fused kernels reorder float sums (fp32 ~1e-7 seen);
 # bf16 rounds intermediate values differently once fused (5.7e-3 seen); in int8 / nvfp4 an activation on a
 # rounding boundary can land one level apart once the scale's arithmetic is fused: over 41 weight draws on an
-# AMX Xeon the difference had median 8e-7 but reached 7.6e-3 (int8) and 5.0e-3 (nvfp4). A sync's weight move
-# below changes the output by 0.15-0.48, so these bounds still tell a stale copy from a fresh one.
+# AMX Xeon the difference had median 8e-7 but reached 7.6e-3 (int8) and 5.0e-3 (nvfp4). The sync's weight move
+# below changes the output by 0.29-0.34 (0.15-0.48 over other draws): these bounds still tell a stale copy.
 TOLERANCE = {"fp32": 1e-5, "int8": 2e-2, "nvfp4": 2e-2, "bf16": 2e-2}
 
 
@@ -49,9 +49,8 @@ def test_compiled_engine_matches_eager_and_a_sync_does_not_recompile(tiny_toy_di
     eager, compiled = ExploreEngine(policy, r, layers="all"), ExploreEngine(policy, r, compile=scope, layers="all")
     assert compiled.compiled and compiled.dtype == (torch.bfloat16 if recipe == "bf16" else torch.float32)
     x, t, cond = _inputs(policy)
-    bound = TOLERANCE[recipe]
     before = compiled.velocity(x, t, cond)
-    assert before.dtype == torch.float32 and _relative(before, eager.velocity(x, t, cond)) < bound
+    assert before.dtype == torch.float32 and _relative(before, eager.velocity(x, t, cond)) < TOLERANCE[recipe]
     frames = counter.frame_count
     assert frames >= 1
     g = torch.Generator().manual_seed(1)  # the same move whatever ran before in the process
@@ -61,8 +60,8 @@ def test_compiled_engine_matches_eager_and_a_sync_does_not_recompile(tiny_toy_di
     eager.sync(policy), compiled.sync(policy)
     after = compiled.velocity(x, t, cond)
     assert counter.frame_count == frames  # weights are graph inputs: nothing recompiled
-    assert _relative(after, before) > 5 * bound  # it follows the new weights
-    assert _relative(after, eager.velocity(x, t, cond)) < bound
+    assert _relative(after, before) > 10 * TOLERANCE[recipe]  # it follows the new weights
+    assert _relative(after, eager.velocity(x, t, cond)) < TOLERANCE[recipe]
 
 
 def _cfg(tiny_toy_dir, out, family, *extra):
