@@ -1,6 +1,6 @@
 """Rollout seconds of naive_scaling and sol_rl on the toy preset, eager and compiled, side by side.
 
-    .venv/bin/python bench/rollout_speed.py [--reps 3] [--prompts 8] [--out docs/compile.md]
+    .venv/bin/python bench/rollout_speed.py [--reps 3] [--prompts 8] [--width W] [--out docs/compile.md]
 
 The policy is the shipped toy model with the toy presets' LoRA (rank 16 on attention and feed-forward,
 unmerged, as in training); naive_scaling samples N seeds per prompt with it at the full step count,
@@ -10,6 +10,10 @@ path; the figures are its generation seconds (reward time excluded). "blocks" an
 and rollout.compile at that scope (solrl/models/compile.py: each transformer block, or the whole transformer,
 compiled by inductor), for the policy and the engine alike; the first round of each set-up (compilation
 included) is timed apart. Rounds interleave the six set-ups; medians.
+
+--width W swaps the shipped transformer for a randomly initialised one as wide as W (heads of 64, the toy's
+6 layers, tokens and text encoder): timings only, for the question "what would c be on a model whose
+GEMMs dominate?" (issue 36, item 2). Its images are noise, so its rewards and rankings mean nothing.
 """
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ from solrl.data import load_prompts
 from solrl.models import load_policy
 from solrl.models.compile import compile_transformer
 from solrl.models.lora import add_configured_adapters
+from solrl.models.toy import latent_transformer_config
 from solrl.precision.engine import ExploreEngine
 from solrl.precision.recipes import cpu_label
 from solrl.reporting.time_to_target import per_image_step_cost
@@ -38,8 +43,21 @@ from solrl.rollout.driver import RolloutSpec, run_rollout
 PAPER_ROLLOUT_RATIO, PAPER_EXPLORE_COST = 2.33, 0.3
 
 
-def _setup(cfg, scope: str):
+def wide_transformer(sample_shape: tuple[int, int, int], width: int, seed: int = 0):
+    """The toy's transformer at width `width` (heads of 64), randomly initialised."""
+    from diffusers import SD3Transformer2DModel
+
+    if width % 64:
+        raise ValueError(f"--width {width}: must be a multiple of 64 (heads of 64)")
+    torch.manual_seed(seed)
+    return SD3Transformer2DModel(**dict(latent_transformer_config(sample_shape), attention_head_dim=64,
+                                        num_attention_heads=width // 64, caption_projection_dim=width)).eval()
+
+
+def _setup(cfg, scope: str, width: int | None):
     policy = load_policy("toy")
+    if width:
+        policy.transformer = wide_transformer(policy.sample_shape, width)
     add_configured_adapters(policy, cfg.lora)
     compile_transformer(policy.transformer, scope)
     engine = ExploreEngine(policy, cfg.rollout.explore_precision, compile=scope, layers=cfg.rollout.explore_layers,
@@ -53,6 +71,8 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=8, help="prompt groups per rollout (the preset's 8)")
     parser.add_argument("overrides", nargs="*", help="dotted config overrides, e.g. rollout.explore_precision=int8")
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--width", type=int, default=None,
+                        help="time a randomly initialised transformer this wide instead of the shipped base")
     parser.add_argument("--out", default="docs/compile.md")
     parser.add_argument("--json", default="docs/compile.json")
     args = parser.parse_args()
@@ -65,7 +85,7 @@ def main() -> None:
     seeds = list(range(len(prompts) * n))
     setups, compile_seconds = {}, {}
     for mode in ("eager", "blocks", "model"):
-        policy, engine = _setup(cfg, mode)
+        policy, engine = _setup(cfg, mode, args.width)
         start = time.perf_counter()
         for spec in specs.values():  # first calls: compilation (and warm caches for eager)
             run_rollout(policy, reward, prompts, seeds, spec, engine)
@@ -84,6 +104,9 @@ def main() -> None:
     med = {key: statistics.median(v) for key, v in times.items()}
     cost = {mode: statistics.median(v) for mode, v in costs.items()}
     engine = setups["eager"][1]
+    params = sum(p.numel() for p in setups["eager"][0].transformer.parameters())
+    model = (f"randomly initialised, width {args.width}, {params / 1e6:.1f}M parameters (timings only)" if args.width
+             else f"the shipped toy base, {params / 1e6:.1f}M parameters")
     ratios = {}
     for mode in ("blocks", "model"):
         ratios[f"{mode}_over_eager.naive_scaling"] = med[("eager", "naive_scaling")] / med[(mode, "naive_scaling")]
@@ -95,7 +118,7 @@ def main() -> None:
         "machine": f"{cpu_label()}, {platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}",
         "date": datetime.date.today().isoformat(), "config": args.config, "prompts": len(prompts), "N": n, "K": k,
         "full_steps": s.steps, "explore_steps": cfg.rollout.explore_steps, "explore_recipe": engine.recipe.name,
-        "explore_kernel": engine.kernel.name, "reps": args.reps,
+        "explore_kernel": engine.kernel.name, "reps": args.reps, "model": model,
         "rollout_seconds": {f"{mode}.{family}": v for (mode, family), v in med.items()},
         "first_round_seconds": compile_seconds, "ratios": ratios, "explore_cost_per_image_step": cost,
     }
@@ -105,7 +128,9 @@ def main() -> None:
     lines = [
         "# Compiled rollouts on the CPU (toy world)", "",
         f"Measured {figures['date']} on {figures['machine']}.",
+        f"Model: {model}.",
         f"Command: `.venv/bin/python bench/rollout_speed.py --reps {args.reps} --prompts {len(prompts)} "
+        f"{f'--width {args.width} ' if args.width else ''}"
         f"--out {args.out} --json {args.json}{''.join(' ' + o for o in args.overrides)}` "
         f"({args.config}: N {n}, K {k}, {s.steps} full steps, explore {engine.recipe.name} ({engine.kernel.name}) at "
         f"{cfg.rollout.explore_steps} steps); medians of {args.reps} interleaved rounds, generation seconds per rollout "
