@@ -1,6 +1,6 @@
 """Where one forward of the toy transformer spends its time, fp32 against bf16, on this CPU.
 
-    .venv/bin/python bench/forward_profile.py [--batch 48] [--out docs/forward_profile_amx.md]
+    .venv/bin/python bench/forward_profile.py [--batch 48] [--width W] [--out docs/forward_profile_amx.md]
 
 Why: a lower-precision explore only speeds what it makes cheaper. On a model as narrow as the toy's (width
 128, 4 heads of 32) the GEMMs are a minority of a forward; the rest (GELU, attention, norms, copies) decides
@@ -8,6 +8,7 @@ how far the explore cost per image-step c can fall (issue 36, item 2). The model
 LoRA (the bf16 engine merges it into plain layers), at the rollout's batch, one prompt's embeddings repeated.
 Reports median seconds per forward, eager and compiled whole, the profiler's self time per aten op (eager;
 the profiler adds overhead, so read its figures as shares), and one GEMM at wider widths in fp32, bf16 and int8.
+--width W profiles a randomly initialised toy as wide as W instead (heads of 64; timings only).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from solrl.models.toy import ToyPolicy
+from solrl.models.toy import ToyPolicy, build_toy_transformer
 from solrl.precision.recipes import cpu_label
 
 GROUPS = {  # aten op -> what it is in a transformer block
@@ -82,11 +83,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=48, help="images per forward (the toy presets' sampling.batch_size)")
     parser.add_argument("--reps", type=int, default=9)
+    parser.add_argument("--width", type=int, default=None,
+                        help="profile a randomly initialised transformer this wide instead of the shipped base")
     parser.add_argument("--out", default=None, help="markdown file to write (else print only)")
     args = parser.parse_args()
 
     policy = ToyPolicy.from_pretrained()
+    if args.width:
+        policy.transformer = build_toy_transformer(0, policy.sample_shape, args.width)
     base = policy.transformer.eval().requires_grad_(False)
+    params = sum(p.numel() for p in base.parameters()) / 1e6
+    description = (f"a randomly initialised toy of width {args.width} ({params:.1f}M parameters, timings only)" if args.width
+                   else f"the shipped base ({params:.1f}M parameters)")
     cond = policy.encode_prompts(["a red circle to the left of a blue square"] * args.batch)
     x = torch.randn(args.batch, *policy.sample_shape, generator=torch.Generator().manual_seed(0))
     t = torch.full((args.batch,), 0.5)
@@ -105,7 +113,8 @@ def main() -> None:
         "",
         f"Measured {datetime.date.today()} on {cpu_label()}, {platform.machine()}, {torch.get_num_threads()} threads, "
         f"torch {torch.__version__}. Command: `.venv/bin/python bench/forward_profile.py --batch {args.batch}"
-        f"{' --out ' + args.out if args.out else ''}`; the shipped base without LoRA, batch {args.batch}, medians of {args.reps}.",
+        f"{f' --width {args.width}' if args.width else ''}{' --out ' + args.out if args.out else ''}`; {description} without "
+        f"LoRA, batch {args.batch}, medians of {args.reps}.",
         "",
         "| forward | fp32 ms | bf16 ms | bf16 / fp32 |",
         "|---|---|---|---|",

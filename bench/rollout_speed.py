@@ -32,7 +32,7 @@ from solrl.data import load_prompts
 from solrl.models import load_policy
 from solrl.models.compile import compile_transformer
 from solrl.models.lora import add_configured_adapters
-from solrl.models.toy import latent_transformer_config
+from solrl.models.toy import build_toy_transformer
 from solrl.precision.engine import ExploreEngine
 from solrl.precision.recipes import cpu_label
 from solrl.reporting.time_to_target import per_image_step_cost
@@ -43,21 +43,10 @@ from solrl.rollout.driver import RolloutSpec, run_rollout
 PAPER_ROLLOUT_RATIO, PAPER_EXPLORE_COST = 2.33, 0.3
 
 
-def wide_transformer(sample_shape: tuple[int, int, int], width: int, seed: int = 0):
-    """The toy's transformer at width `width` (heads of 64), randomly initialised."""
-    from diffusers import SD3Transformer2DModel
-
-    if width % 64:
-        raise ValueError(f"--width {width}: must be a multiple of 64 (heads of 64)")
-    torch.manual_seed(seed)
-    return SD3Transformer2DModel(**dict(latent_transformer_config(sample_shape), attention_head_dim=64,
-                                        num_attention_heads=width // 64, caption_projection_dim=width)).eval()
-
-
 def _setup(cfg, scope: str, width: int | None):
     policy = load_policy("toy")
     if width:
-        policy.transformer = wide_transformer(policy.sample_shape, width)
+        policy.transformer = build_toy_transformer(0, policy.sample_shape, width).eval()
     add_configured_adapters(policy, cfg.lora)
     compile_transformer(policy.transformer, scope)
     engine = ExploreEngine(policy, cfg.rollout.explore_precision, compile=scope, layers=cfg.rollout.explore_layers,

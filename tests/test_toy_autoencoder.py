@@ -3,6 +3,7 @@ training iteration in latent space."""
 import json
 
 import numpy as np
+import pytest
 import torch
 
 from solrl.models.toy import ToyPolicy, latent_transformer_config
@@ -75,3 +76,17 @@ def test_latent_pretraining_writes_a_model_the_trainer_runs_on(tmp_path):
     ])
     record = Trainer(cfg, quiet=True).run_iteration(0)
     assert record is not None and np.isfinite(record["loss"])
+
+
+def test_a_wide_toy_has_heads_of_64_and_refuses_other_widths():
+    """The timing benches' --width: the toy's layers and tokens, heads of 64, as wide as asked."""
+    from solrl.models.toy import build_toy_transformer
+
+    wide = build_toy_transformer(0, (8, 8, 8), width=256)
+    assert (wide.config.num_attention_heads, wide.config.attention_head_dim) == (4, 64)
+    assert wide.config.num_layers == 6 and wide.config.sample_size == 8 and wide.config.caption_projection_dim == 256
+    out = wide(hidden_states=torch.randn(2, 8, 8, 8), encoder_hidden_states=torch.randn(2, 5, wide.config.joint_attention_dim),
+               pooled_projections=torch.randn(2, wide.config.pooled_projection_dim), timestep=torch.tensor([500.0, 500.0])).sample
+    assert out.shape == (2, 8, 8, 8)
+    with pytest.raises(ValueError, match="multiple of 64"):
+        build_toy_transformer(0, (8, 8, 8), width=200)

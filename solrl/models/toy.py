@@ -42,11 +42,18 @@ def latent_transformer_config(latent_shape: tuple[int, int, int]) -> dict:
                 pos_embed_max_size=side)
 
 
-def build_toy_transformer(seed: int = 0, latent_shape: tuple[int, int, int] | None = None):
+def build_toy_transformer(seed: int = 0, latent_shape: tuple[int, int, int] | None = None, width: int | None = None):
+    """Randomly initialised. `width` (a multiple of 64, heads of 64) widens it for timing studies: the
+    question of how cheap a lower-precision explore gets once GEMMs dominate a forward (bench/)."""
     from diffusers import SD3Transformer2DModel
 
+    config = latent_transformer_config(latent_shape) if latent_shape else dict(TOY_TRANSFORMER_CONFIG)
+    if width is not None:
+        if width <= 0 or width % 64:
+            raise ValueError(f"width {width}: must be a positive multiple of 64 (the wide toy has heads of 64)")
+        config.update(attention_head_dim=64, num_attention_heads=width // 64, caption_projection_dim=width)
     torch.manual_seed(seed)
-    return SD3Transformer2DModel(**(latent_transformer_config(latent_shape) if latent_shape else TOY_TRANSFORMER_CONFIG))
+    return SD3Transformer2DModel(**config)
 
 
 class ToyPolicy:
