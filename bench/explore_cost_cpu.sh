@@ -2,9 +2,9 @@
 # Issue 36, item 2: the toy's explore cost per image-step on this CPU, against the paper's regime (sol_rl's
 # rollout >= 2.33x naive_scaling's, c <= 0.3, both compiled) at a ranking no worse than bf16's at 6 steps.
 # Meant for an AMX Xeon (bf16 and int8 tile units); anywhere else it runs too and says the CPU had no AMX.
-# About 35 minutes on 2 cores; run it alone (timings). Writes docs/explore_cost_<cpu>_<case>.{md,json},
-# docs/probe_explore_cost_<cpu>{,_dpm2}.json and docs/forward_profile_<cpu>.md, where <cpu> is amx,
-# avx512bf16 or avx2.
+# About 70 minutes on 2 cores; run it alone (timings). Writes docs/explore_cost_<cpu>_<case>.{md,json},
+# docs/probe_explore_cost_<cpu>{,_dpm2}.json and docs/forward_profile_<cpu>{,_w512}.md, where <cpu> is amx,
+# avx512bf16 or avx2; the cases at width 512 (a randomly initialised toy: timings only) end in _w512.
 #   bash bench/explore_cost_cpu.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,8 +22,15 @@ for case in bf16 int8 int8_all; do
   "$PYTHON" bench/rollout_speed.py --reps 3 --prompts 8 --out "docs/explore_cost_${cpu}_${case}.md" \
       --json "docs/explore_cost_${cpu}_${case}.json" "rollout.explore_precision=$recipe" "rollout.explore_layers=$layers"
 done
-# why c stops where it does: one forward's time by kind of op, fp32 against bf16
+# the same at width 512, where GEMMs dominate a forward (stop 47); 4 prompts: 4 x K fill one batch of 48
+for case in bf16 int8_all; do
+  recipe=${case%_all}; layers=reference; [[ $case == *_all ]] && layers=all
+  "$PYTHON" bench/rollout_speed.py --reps 3 --prompts 4 --width 512 --out "docs/explore_cost_${cpu}_w512_${case}.md" \
+      --json "docs/explore_cost_${cpu}_w512_${case}.json" "rollout.explore_precision=$recipe" "rollout.explore_layers=$layers"
+done
+# why c stops where it does: one forward's time by kind of op, fp32 against bf16, at both widths
 "$PYTHON" bench/forward_profile.py --out "docs/forward_profile_${cpu}.md"
+"$PYTHON" bench/forward_profile.py --width 512 --out "docs/forward_profile_${cpu}_w512.md"
 # the ranking those settings keep (Spearman and top/bottom match against fp32 at 10 steps): the presets'
 # euler at 6 steps, and fewer steps with the second-order solver
 "$PYTHON" -m solrl probe --max-prompts 32 --seeds 48 --precision bf16 int8 --explore-steps 6 \

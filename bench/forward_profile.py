@@ -6,8 +6,9 @@ Why: a lower-precision explore only speeds what it makes cheaper. On a model as 
 128, 4 heads of 32) the GEMMs are a minority of a forward; the rest (GELU, attention, norms, copies) decides
 how far the explore cost per image-step c can fall (issue 36, item 2). The model is the shipped base without
 LoRA (the bf16 engine merges it into plain layers), at the rollout's batch, one prompt's embeddings repeated.
-Reports median seconds per forward, eager and compiled whole, the profiler's self time per aten op (eager;
-the profiler adds overhead, so read its figures as shares), and one GEMM at wider widths in fp32, bf16 and int8.
+Reports median seconds per forward (eager, compiled whole, and eager with the linear layers fed contiguous
+inputs), the profiler's self time per aten op (eager; the profiler adds overhead, so read its figures as
+shares), and one GEMM at wider widths in fp32, bf16 and int8.
 --width W profiles a randomly initialised toy as wide as W instead (heads of 64; timings only).
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from solrl.models.toy import ToyPolicy, build_toy_transformer
+from solrl.precision.linear import ContiguousLinear
 from solrl.precision.recipes import cpu_label
 
 GROUPS = {  # aten op -> what it is in a transformer block
@@ -49,6 +51,16 @@ def forward_seconds(policy, model, x, t, cond, reps: int) -> float:
     policy.transformer = model
     with torch.no_grad():
         return median_seconds(lambda: policy.velocity(x, t, cond), reps)
+
+
+def contiguous_linear_inputs(model):
+    """A copy of `model` whose linear layers are the explore engine's ContiguousLinear (a non-contiguous input
+    made contiguous first: one 2-D product instead of a batched one with the weight broadcast per sample)."""
+    model = copy.deepcopy(model)
+    for layer in model.modules():
+        if type(layer) is torch.nn.Linear:
+            layer.__class__ = ContiguousLinear   # the same parameters; only forward differs
+    return model
 
 
 def op_times(policy, model, x, t, cond, reps: int = 5) -> dict[str, float]:
@@ -99,12 +111,13 @@ def main() -> None:
     x = torch.randn(args.batch, *policy.sample_shape, generator=torch.Generator().manual_seed(0))
     t = torch.full((args.batch,), 0.5)
     models = {"fp32": (base, torch.float32), "bf16": (copy.deepcopy(base).to(torch.bfloat16), torch.bfloat16)}
-    eager, compiled, ops = {}, {}, {}
+    eager, compiled, contiguous, ops = {}, {}, {}, {}
     for name, (model, dtype) in models.items():
         inputs = (x.to(dtype), t, cond)
         eager[name] = forward_seconds(policy, model, *inputs, args.reps)
         ops[name] = op_times(policy, model, *inputs)
         compiled[name] = forward_seconds(policy, torch.compile(copy.deepcopy(model)), *inputs, args.reps)
+        contiguous[name] = forward_seconds(policy, contiguous_linear_inputs(model), *inputs, args.reps)
 
     rows = sorted(set(ops["fp32"]) | set(ops["bf16"]), key=lambda g: -ops["fp32"].get(g, 0.0))
     total = {name: sum(groups.values()) for name, groups in ops.items()}
@@ -120,6 +133,8 @@ def main() -> None:
         "|---|---|---|---|",
         f"| eager | {eager['fp32'] * 1e3:.1f} | {eager['bf16'] * 1e3:.1f} | {eager['bf16'] / eager['fp32']:.2f} |",
         f"| compiled whole | {compiled['fp32'] * 1e3:.1f} | {compiled['bf16'] * 1e3:.1f} | {compiled['bf16'] / compiled['fp32']:.2f} |",
+        f"| eager, linear inputs made contiguous | {contiguous['fp32'] * 1e3:.1f} | {contiguous['bf16'] * 1e3:.1f} | "
+        f"{contiguous['bf16'] / contiguous['fp32']:.2f} |",
         "",
         "Eager, profiler self time per forward by kind of op (the profiler's overhead included; read as shares):",
         "",

@@ -182,6 +182,25 @@ def test_the_forward_profile_times_one_gemm_in_each_precision():
     assert all(math.isfinite(ms) and ms > 0 for r in rows for ms in r[1:])
 
 
+def test_the_forward_profile_swaps_in_contiguous_linear_layers_on_a_copy():
+    import importlib.util
+    from pathlib import Path
+
+    import torch
+
+    from solrl.precision.linear import ContiguousLinear
+
+    spec = importlib.util.spec_from_file_location("forward_profile", Path(__file__).parent.parent / "bench" / "forward_profile.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    plain = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.GELU(), torch.nn.Linear(32, 8))
+    swapped = module.contiguous_linear_inputs(plain)
+    assert [type(m) for m in swapped] == [ContiguousLinear, torch.nn.GELU, ContiguousLinear]
+    assert [type(m) for m in plain] == [torch.nn.Linear, torch.nn.GELU, torch.nn.Linear]
+    x = torch.randn(4, 10, 32)[:, :6]
+    torch.testing.assert_close(swapped(x), plain(x), rtol=1e-5, atol=1e-6)
+
+
 def _timed(*rows):
     """An evaluation history from (wall seconds, strict accuracy) pairs, ten iterations apart."""
     return [{"iteration": i * 10, "wall_seconds": w, "strict_accuracy": s, "mean_score": s} for i, (w, s) in enumerate(rows)]

@@ -8,7 +8,7 @@ from conftest import make_adapted_policy
 from solrl.models.lora import OLD, adapter, ema_update
 from solrl.precision.engine import ExploreEngine
 from solrl.precision.formats import quantize_dequantize
-from solrl.precision.linear import QuantLinear
+from solrl.precision.linear import ContiguousLinear, QuantLinear
 from solrl.precision.recipes import get_recipe, select_kernel
 
 
@@ -95,6 +95,22 @@ def test_fp8_kernel_keeps_cudas_bias_rule_and_autocast(monkeypatch):
     assert ((mixed.float() - emulated).abs() <= 2**-7 * terms).all()
 
 
+def test_contiguous_linear_hands_the_product_a_contiguous_input(monkeypatch):
+    """A per-stream slice of the joint attention's output ([batch, tokens, in], not contiguous) reaches F.linear
+    contiguous, so at::matmul folds it into one 2-D product; the values are nn.Linear's up to fp32 rounding."""
+    torch.manual_seed(0)
+    layer = ContiguousLinear(32, 16).requires_grad_(False)
+    reference = torch.nn.Linear(32, 16).requires_grad_(False)
+    reference.load_state_dict(layer.state_dict())
+    x = torch.randn(4, 10, 32)[:, :6]
+    assert not x.is_contiguous()
+    seen, linear = [], F.linear
+    monkeypatch.setattr(torch.nn.modules.linear.F, "linear", lambda a, *rest: seen.append(a.is_contiguous()) or linear(a, *rest))
+    out = layer(x)
+    assert seen == [True]
+    torch.testing.assert_close(out, reference(x), rtol=1e-5, atol=1e-6)
+
+
 def test_engine_counts_each_layer_once(policy):
     """Every linear of the copy is either quantized or kept, once (LoRA layers were counted twice)."""
     for recipe in ("bf16", "int8"):
@@ -102,6 +118,8 @@ def test_engine_counts_each_layer_once(policy):
         names = engine.report.quantized + engine.report.skipped
         layers = [n for n, m in engine.model.named_modules() if isinstance(m, (torch.nn.Linear, QuantLinear))]
         assert len(names) == len(set(names)) and sorted(names) == sorted(layers), recipe
+        plain = [m for m in engine.model.modules() if isinstance(m, torch.nn.Linear)]
+        assert plain and all(type(m) is ContiguousLinear for m in plain), recipe   # int8: the kept layers
 
 
 def test_engine_follows_the_old_adapter_and_resyncs_in_place(policy):

@@ -17,7 +17,7 @@ from ..models.compile import compile_transformer
 from ..models.explore_layers import EXPLORE_LAYERS, ExploreKeep, hidden_width
 from ..models.lora import OLD
 from ..parallel.sharding import full
-from .linear import QuantLinear, QuantReport, should_quantize
+from .linear import ContiguousLinear, QuantLinear, QuantReport, should_quantize
 from .recipes import Recipe, choose_auto, get_recipe, refuse_emulation, select_kernel
 
 log = logging.getLogger("solrl.precision")
@@ -124,9 +124,9 @@ class ExploreEngine:
         if self.rule.quantizes(name, in_f, out_f):
             self.report.quantized.append(name)
             return QuantLinear.from_weight(weight, bias, self.recipe, self.kernel, library_dtype=self.dtype)
-        # fp32 / bf16 recipes: a plain linear layer on the merged weight, converted with the whole copy
+        # fp32 / bf16 recipes: a plain linear layer (contiguous input) on the merged weight, converted with the copy
         (self.report.quantized if plain else self.report.skipped).append(name)
-        linear = torch.nn.Linear(in_f, out_f, bias=bias is not None, device=weight.device, dtype=self.dtype)
+        linear = ContiguousLinear(in_f, out_f, bias=bias is not None, device=weight.device, dtype=self.dtype)
         with torch.no_grad():
             linear.weight.copy_(weight)
             if bias is not None:
