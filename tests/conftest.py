@@ -87,3 +87,11 @@ def tiny_toy_dir(tmp_path_factory):
     path = tmp_path_factory.mktemp("tiny_toy")
     SD3Transformer2DModel(**config).save_pretrained(str(path))
     return path
+
+
+def linear_rounding_bound(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """Elementwise bound on how far two fp32 evaluations of x @ weight.T + bias may differ when they only sum in
+    another order (a 2-D product against a batched one, another CPU's kernel blocking): each is within
+    (n + 1) eps of the exact sum of |terms| (Higham's gamma_n, plus the bias add), so the two within twice that."""
+    terms = x.abs() @ weight.abs().t() + (0 if bias is None else bias.abs())
+    return 2 * (x.shape[-1] + 1) * torch.finfo(torch.float32).eps * terms
