@@ -2,9 +2,12 @@
 # Issue 36, item 2: the toy's explore cost per image-step on this CPU, against the paper's regime (sol_rl's
 # rollout >= 2.33x naive_scaling's, c <= 0.3, both compiled) at a ranking no worse than bf16's at 6 steps.
 # Meant for an AMX Xeon (bf16 and int8 tile units); anywhere else it runs too and says the CPU had no AMX.
-# About 70 minutes on 2 cores; run it alone (timings). Writes docs/explore_cost_<cpu>_<case>.{md,json},
-# docs/probe_explore_cost_<cpu>{,_dpm2}.json and docs/forward_profile_<cpu>{,_w512}.md, where <cpu> is amx,
-# avx512bf16 or avx2; the cases at width 512 (a randomly initialised toy: timings only) end in _w512.
+# About 70 minutes on 2 cores, plus about 40 to build the wide toy where $WIDE does not hold it; run it alone
+# (timings). Writes docs/explore_cost_<cpu>_<case>.{md,json}, docs/probe_explore_cost_<cpu>{,_dpm2,_wide}.json
+# and docs/forward_profile_<cpu>{,_w512}.md, where <cpu> is amx, avx512bf16 or avx2. The _wide cases: the shipped
+# base widened to 512 (`solrl widen-toy`: copies that compute what it computes) and trained 600 steps further so
+# the copies part, a wide model that draws, for timings and ranking alike (stop 48); the forward profile at 512
+# is of a randomly initialised toy (timings only).
 #   bash bench/explore_cost_cpu.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,10 +26,17 @@ for case in bf16 int8 int8_all; do
       --json "docs/explore_cost_${cpu}_${case}.json" "rollout.explore_precision=$recipe" "rollout.explore_layers=$layers"
 done
 # the same at width 512, where GEMMs dominate a forward (stop 47); 4 prompts: 4 x K fill one batch of 48
+WIDE=${WIDE:-runs/toy_w512}
+if [[ ! -f $WIDE/config.json ]]; then
+  "$PYTHON" -m solrl widen-toy --width 512 --split-noise 0.5 --out "$WIDE.init"
+  "$PYTHON" -m solrl pretrain-toy --init "$WIDE.init" --steps 600 --lr 1e-4 --mean-weight 1 --timestep-sampling uniform \
+      --out "$WIDE"
+fi
 for case in bf16 int8_all; do
   recipe=${case%_all}; layers=reference; [[ $case == *_all ]] && layers=all
-  "$PYTHON" bench/rollout_speed.py --reps 3 --prompts 4 --width 512 --out "docs/explore_cost_${cpu}_w512_${case}.md" \
-      --json "docs/explore_cost_${cpu}_w512_${case}.json" "rollout.explore_precision=$recipe" "rollout.explore_layers=$layers"
+  "$PYTHON" bench/rollout_speed.py --reps 3 --prompts 4 --out "docs/explore_cost_${cpu}_wide_${case}.md" \
+      --json "docs/explore_cost_${cpu}_wide_${case}.json" "rollout.explore_precision=$recipe" "rollout.explore_layers=$layers" \
+      "model.path=$WIDE"
 done
 # why c stops where it does: one forward's time by kind of op, fp32 against bf16, at both widths
 "$PYTHON" bench/forward_profile.py --out "docs/forward_profile_${cpu}.md"
@@ -37,4 +47,6 @@ done
     --out "docs/probe_explore_cost_${cpu}.json"
 "$PYTHON" -m solrl probe --max-prompts 32 --seeds 48 --precision bf16 int8 --explore-steps 4 --solver dpm2 \
     --out "docs/probe_explore_cost_${cpu}_dpm2.json"
+"$PYTHON" -m solrl probe --max-prompts 32 --seeds 48 --precision bf16 int8 --explore-layers reference all --explore-steps 6 \
+    --model-path "$WIDE" --out "docs/probe_explore_cost_${cpu}_wide.json"
 echo "read: c and 'paper's cost regime met/not met' in docs/explore_cost_${cpu}_*.md; Spearman in docs/probe_explore_cost_${cpu}*.json"

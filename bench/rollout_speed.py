@@ -14,6 +14,8 @@ included) is timed apart. Rounds interleave the six set-ups; medians.
 --width W swaps the shipped transformer for a randomly initialised one as wide as W (heads of 64, the toy's
 6 layers, tokens and text encoder): timings only, for the question "what would c be on a model whose
 GEMMs dominate?" (issue 36, item 2). Its images are noise, so its rewards and rankings mean nothing.
+The override model.path=DIR times a toy model directory instead, e.g. the shipped base widened by
+`solrl widen-toy` and trained further: a wide model that draws (docs/explore-engine.md).
 """
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ PAPER_ROLLOUT_RATIO, PAPER_EXPLORE_COST = 2.33, 0.3
 
 
 def _setup(cfg, scope: str, width: int | None):
-    policy = load_policy("toy")
+    policy = load_policy("toy", cfg.model.path)
     if width:
         policy.transformer = build_toy_transformer(0, policy.sample_shape, width).eval()
     add_configured_adapters(policy, cfg.lora)
@@ -95,6 +97,7 @@ def main() -> None:
     engine = setups["eager"][1]
     params = sum(p.numel() for p in setups["eager"][0].transformer.parameters())
     model = (f"randomly initialised, width {args.width}, {params / 1e6:.1f}M parameters (timings only)" if args.width
+             else f"the toy model at {cfg.model.path}, {params / 1e6:.1f}M parameters" if cfg.model.path
              else f"the shipped toy base, {params / 1e6:.1f}M parameters")
     ratios = {}
     for mode in ("blocks", "model"):
