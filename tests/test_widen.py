@@ -10,7 +10,7 @@ from solrl.models.toy import ToyPolicy, build_toy_transformer
 from solrl.models.widen import split_shares, widen_sd3_transformer, widened_index
 
 # Widening the random latent toy to 256 and 512 (3 seeds, AMD EPYC, 2026-12-06) moved its output by at most 3.8e-7
-# of its largest value: fp32 rounding through 6 blocks summed in another order. 30x that still catches any wrong copy,
+# of its largest value: fp32 rounding through 6 blocks summed in another order. About 25x that still catches any wrong copy,
 # share or chunk layout, which moves the output by the order of the output itself.
 RELATIVE_TOLERANCE = 1e-5
 
