@@ -2,8 +2,8 @@
 # Issue 36, item 2: the toy's explore cost per image-step on this CPU, against the paper's regime (sol_rl's
 # rollout >= 2.33x naive_scaling's, c <= 0.3, both compiled) at a ranking no worse than bf16's at 6 steps.
 # Meant for an AMX Xeon (bf16 and int8 tile units); anywhere else it runs too and says the CPU had no AMX.
-# About 70 minutes on 2 cores, plus about 40 to build the wide toy where $WIDE does not hold it; run it alone
-# (timings). Writes docs/explore_cost_<cpu>_<case>.{md,json}, docs/probe_explore_cost_<cpu>{,_dpm2,_wide}.json
+# About 110 minutes on 2 cores, plus about 40 to build the wide toy where $WIDE does not hold it; run it alone
+# (timings). Writes docs/explore_cost_<cpu>_<case>.{md,json}, docs/probe_explore_cost_<cpu>{,_dpm2,_wide_steps}.json
 # and docs/forward_profile_<cpu>{,_w512}.md, where <cpu> is amx, avx512bf16 or avx2. The _wide cases: the shipped
 # base widened to 512 (`solrl widen-toy`: copies that compute what it computes) and trained 600 steps further so
 # the copies part, a wide model that draws, for timings and ranking alike (stop 48); the forward profile at 512
@@ -32,11 +32,14 @@ if [[ ! -f $WIDE/config.json ]]; then
   "$PYTHON" -m solrl pretrain-toy --init "$WIDE.init" --steps 600 --lr 1e-4 --mean-weight 1 --timestep-sampling uniform \
       --out "$WIDE"
 fi
-for case in bf16 int8_all; do
-  recipe=${case%_all}; layers=reference; [[ $case == *_all ]] && layers=all
+# int8 on every layer also at 8 explore steps: the wide model ranks worse at 6 steps than the shipped toy (stop
+# 48), and at c about 0.22 an 8-step explore still leaves sol_rl's rollout 2.3x naive_scaling's (stop 49)
+for case in bf16 int8_all int8_all_8steps; do
+  recipe=${case%%_*}; layers=reference; [[ $case == *_all* ]] && layers=all
+  steps=6; [[ $case == *_8steps ]] && steps=8
   "$PYTHON" bench/rollout_speed.py --reps 3 --prompts 4 --out "docs/explore_cost_${cpu}_wide_${case}.md" \
       --json "docs/explore_cost_${cpu}_wide_${case}.json" "rollout.explore_precision=$recipe" "rollout.explore_layers=$layers" \
-      "model.path=$WIDE"
+      "rollout.explore_steps=$steps" "model.path=$WIDE"
 done
 # why c stops where it does: one forward's time by kind of op, fp32 against bf16, at both widths
 "$PYTHON" bench/forward_profile.py --out "docs/forward_profile_${cpu}.md"
@@ -47,6 +50,7 @@ done
     --out "docs/probe_explore_cost_${cpu}.json"
 "$PYTHON" -m solrl probe --max-prompts 32 --seeds 48 --precision bf16 int8 --explore-steps 4 --solver dpm2 \
     --out "docs/probe_explore_cost_${cpu}_dpm2.json"
-"$PYTHON" -m solrl probe --max-prompts 32 --seeds 48 --precision bf16 int8 --explore-layers reference all --explore-steps 6 \
-    --model-path "$WIDE" --out "docs/probe_explore_cost_${cpu}_wide.json"
+# the wide model: fp32 says how much of the ranking the steps lose and how much the precision does
+"$PYTHON" -m solrl probe --max-prompts 32 --seeds 48 --precision fp32 bf16 int8 --explore-layers all --explore-steps 6 7 8 \
+    --model-path "$WIDE" --out "docs/probe_explore_cost_${cpu}_wide_steps.json"
 echo "read: c and 'paper's cost regime met/not met' in docs/explore_cost_${cpu}_*.md; Spearman in docs/probe_explore_cost_${cpu}*.json"
