@@ -192,7 +192,8 @@ class RolloutConfig:
     adaptive: bool = False           # sol_rl: explore each prompt in chunks until its proxy rewards show contrast, explore_seeds at most (rollout/adaptive.py)
     adaptive_chunk: int = 0          # seeds per prompt per chunk, K..N; 0 = 2K (at most N): a chunk of K would select all it explored
     adaptive_contrast: ContrastRule = "balanced"  # balanced: K//2 successes and K - K//2 failures under the reward's strict part | strict: one of each | spread: proxy max - min >= adaptive_min_spread
-    adaptive_min_spread: float = 0.1 # the proxy spread that counts as contrast under adaptive_contrast=spread
+    adaptive_min_spread: float = 0.1 # the proxy spread that counts as contrast under adaptive_contrast=spread; in the reward's units:
+                                     # set it from `solrl probe --seeds <chunk> --reward <name>`'s proxy_spread (its p50 sends half the prompts on)
 
     def __post_init__(self):
         self.compile = compile_scope(self.compile)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from solrl.rewards import build_reward
-from solrl.rollout.probe import run_probe, selection_match
+from solrl.rollout.probe import run_probe, selection_match, spread_quantiles
 
 
 def test_selection_match_hand_values():
@@ -12,6 +12,13 @@ def test_selection_match_hand_values():
     assert selection_match(true, true, 2) == 1.0
     proxy = np.array([0.2, 0.9, 0.5, 0.3, 0.7, 0.1])    # proxy's worst is index 5: half the picks agree
     assert selection_match(proxy, true, 2) == 0.5
+
+
+def test_spread_quantiles_hand_values():
+    scores = np.array([[0.0, 1.0, 0.5], [0.2, 0.2, 0.4], [-1.0, 1.0, 0.0]])   # spreads 1.0, 0.2, 2.0
+    q = spread_quantiles(scores)
+    # numpy's linear percentile over (0.2, 1.0, 2.0): p10 = 0.2 + 0.2 x 0.8, p90 = 1.0 + 0.8 x 1.0
+    assert q == pytest.approx({"p10": 0.36, "p50": 1.0, "p90": 1.8})
 
 
 def test_probe_of_the_reference_against_itself_is_perfect(tiny_toy_dir):
@@ -23,6 +30,7 @@ def test_probe_of_the_reference_against_itself_is_perfect(tiny_toy_dir):
     same, fewer = rows
     assert same["spearman"] == pytest.approx(1.0) and same["selection_match"] == 1.0 and same["kendall"] == pytest.approx(1.0)
     assert fewer["explore_steps"] == 2 and -1 <= fewer["spearman"] <= 1
+    assert 0 <= same["proxy_spread"]["p10"] <= same["proxy_spread"]["p50"] <= same["proxy_spread"]["p90"]
 
 
 def test_probe_compares_the_reference_layer_choice_with_every_layer(capsys):

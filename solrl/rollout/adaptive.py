@@ -16,7 +16,10 @@ contrast, select every seed it explored, paying for exploring and regenerating w
   than K of N, and the runs learned less per iteration than fixed N;
 - `spread`: max - min of the proxy rewards >= rollout.adaptive_min_spread, for rewards without a strict part.
   With a continuous reward a group of all-wrong images still has spread (issue 36: no group had zero spread
-  under geneval_gold), so the spread alone stops at once on exactly the prompts where exploring pays.
+  under geneval_gold), so the spread alone stops at once on exactly the prompts where exploring pays. The
+  threshold is in the reward's units; `solrl probe`'s proxy_spread gives its scale (under toy_preference
+  each of 32 hard-split prompts spreads more than 1.0 across the base's first 24 seeds, so there the default 0.1
+  is fixed N = 2K: docs/where-exploration-pays.md).
 
 Seeds stay a pure function of (run seed, iteration, prompt group, index): prompt group g explores the first
 n_g of the same N seeds fixed-N Sol-RL would draw (flat index g * N + i), so runs resume exactly, and a rank

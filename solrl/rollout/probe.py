@@ -2,8 +2,9 @@
 
 Every seed is sampled twice from the same initial noise: full precision with the full step
 budget, and the explore engine (a precision recipe, fewer steps). Both are scored; per prompt
-we report Spearman and Kendall correlation of the two score vectors and how many of the top and
-bottom k/2 seeds the proxy selects correctly (the Sol-RL `best_worst` selection).
+we report Spearman and Kendall correlation of the two score vectors, how many of the top and
+bottom k/2 seeds the proxy selects correctly (the Sol-RL `best_worst` selection), and how far apart the
+proxy scores of one prompt's seeds lie (the scale of adaptive exploration's `spread` threshold).
 """
 from __future__ import annotations
 
@@ -26,6 +27,14 @@ def selection_match(proxy: np.ndarray, true: np.ndarray, k: int) -> float:
         order = np.argsort(s, kind="stable")
         return set(order[:half].tolist()) | set(order[len(s) - half:].tolist())
     return len(picks(proxy) & picks(true)) / (2 * half)
+
+
+def spread_quantiles(scores: np.ndarray) -> dict[str, float]:
+    """The 10th, 50th and 90th percentiles over prompts of each prompt's max - min score (rows = prompts).
+    What `rollout.adaptive_contrast=spread` compares with `rollout.adaptive_min_spread`: probed with N = the
+    adaptive chunk, the median is the threshold that sends about half the prompts on to a second chunk."""
+    ptp = np.ptp(scores, axis=1)
+    return {f"p{q}": float(np.percentile(ptp, q)) for q in (10, 50, 90)}
 
 
 def run_probe(policy, reward, prompts: list[str], seeds_per_prompt: int, cases: list[tuple[str, int]],
@@ -66,6 +75,7 @@ def run_probe(policy, reward, prompts: list[str], seeds_per_prompt: int, cases: 
             "spearman": mean(spearman), "kendall": mean(kendall), "selection_match": mean(match),
             "prompts_with_constant_scores": constant,
             "full_reward_mean": float(r_full.mean()), "proxy_reward_mean": float(r_proxy.mean()),
+            "proxy_spread": spread_quantiles(r_proxy),
             "full_images_per_second": len(flat) / full_seconds, "explore_images_per_second": len(flat) / explore_seconds,
             "explore_speedup": full_seconds / explore_seconds,
         })
