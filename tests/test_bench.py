@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from solrl.bench import (aggregate_seeds, convergence_table, final_metrics, mean_interval, metric_cell, referee_below_base,
-                         run_convergence, separation, time_to_reach, time_to_target, write_convergence_report)
-from solrl.reporting.time_to_target import explore_cost_ratio, seed_times, speedup_interval, time_verdict
+from solrl.bench import (aggregate_seeds, convergence_table, final_metrics, mean_interval, metric_cell, peak_lines,
+                         referee_below_base, run_convergence, separation, time_to_reach, time_to_target,
+                         write_convergence_report)
+from solrl.reporting.time_to_target import curve_peak, explore_cost_ratio, seed_times, speedup_interval, time_verdict
 
 
 def test_time_to_reach():
@@ -223,6 +224,22 @@ def test_time_to_target_counts_training_seconds_not_evaluations():
     history = [{"iteration": 0, "wall_seconds": 4, "train_seconds": 0.0, "strict_accuracy": 0.5},
                {"iteration": 10, "wall_seconds": 60, "train_seconds": 50.0, "strict_accuracy": 0.8}]
     assert seed_times([history], 0.7, "strict_accuracy")["seconds_by_seed"] == [50.0]
+
+def test_curve_peak_and_the_caveat_under_a_target_below_it():
+    # two seeds, evaluated at iterations 0, 10, 20; seed 1 also at 25 (its final), which seed 0 lacks
+    seeds = [_timed((5, 0.5), (60, 0.8), (120, 0.6)), _timed((5, 0.5), (60, 0.7), (120, 0.7)) + [
+        {"iteration": 25, "wall_seconds": 150, "strict_accuracy": 0.9, "mean_score": 0.9}]]
+    # means over seeds: 0.75 at 10, 0.65 at 20; the base and iteration 25 (not every seed's) are left out
+    value, iteration = curve_peak(seeds, "strict_accuracy")
+    assert value == pytest.approx(0.75) and iteration == 10
+    assert curve_peak([[{"iteration": 0, "strict_accuracy": 0.5}]], "strict_accuracy") is None
+    results = {"diffusionnft": {"seed_evals": seeds}}
+    target = {"reference": "diffusionnft", "metric": "strict_accuracy", "target": 0.65}
+    line = peak_lines(results, target)[0]
+    assert "0.100 under diffusionnft's best mean, 0.750 at iteration 10" in line
+    assert peak_lines(results, {**target, "target": 0.75}) == []  # a target at the peak needs no caveat
+    assert peak_lines(results, None) == []
+
 
 def test_speedup_interval_by_hand():
     # means 120 and 60: 2x sooner. var(log mean) = sd^2 / (n mean^2): 400 / (3 * 14400) = 100 / (3 * 3600) = 0.009259
