@@ -9,7 +9,7 @@ from scipy import stats
 from solrl.bench import (aggregate_seeds, convergence_table, final_metrics, mean_interval, metric_cell, peak_lines,
                          referee_below_base, run_convergence, separation, time_to_reach, time_to_target,
                          write_convergence_report)
-from solrl.reporting.time_to_target import curve_peak, explore_cost_ratio, seed_times, speedup_interval, time_verdict
+from solrl.reporting.time_to_target import explore_cost_ratio, seed_times, speedup_interval, time_verdict
 
 
 def test_time_to_reach():
@@ -225,20 +225,19 @@ def test_time_to_target_counts_training_seconds_not_evaluations():
                {"iteration": 10, "wall_seconds": 60, "train_seconds": 50.0, "strict_accuracy": 0.8}]
     assert seed_times([history], 0.7, "strict_accuracy")["seconds_by_seed"] == [50.0]
 
-def test_curve_peak_and_the_caveat_under_a_target_below_it():
+def test_the_caveat_under_a_target_below_the_references_best_mean():
     # two seeds, evaluated at iterations 0, 10, 20; seed 1 also at 25 (its final), which seed 0 lacks
     seeds = [_timed((5, 0.5), (60, 0.8), (120, 0.6)), _timed((5, 0.5), (60, 0.7), (120, 0.7)) + [
-        {"iteration": 25, "wall_seconds": 150, "strict_accuracy": 0.9, "mean_score": 0.9}]]
-    # means over seeds: 0.75 at 10, 0.65 at 20; the base and iteration 25 (not every seed's) are left out
-    value, iteration = curve_peak(seeds, "strict_accuracy")
-    assert value == pytest.approx(0.75) and iteration == 10
-    assert curve_peak([[{"iteration": 0, "strict_accuracy": 0.5}]], "strict_accuracy") is None
+        {"iteration": 25, "wall_seconds": 150, "strict_accuracy": 1.0, "mean_score": 1.0}]]
+    # means over seeds: 0.75 at 10, 0.65 at 20; the base and the finals' row (0.6 and 1.0: 0.8) are left out
     results = {"diffusionnft": {"seed_evals": seeds}}
     target = {"reference": "diffusionnft", "metric": "strict_accuracy", "target": 0.65}
     line = peak_lines(results, target)[0]
-    assert "0.100 under diffusionnft's best mean, 0.750 at iteration 10" in line
+    assert "0.100 under diffusionnft's best mean, 0.750 at iteration 10 " in line
     assert peak_lines(results, {**target, "target": 0.75}) == []  # a target at the peak needs no caveat
     assert peak_lines(results, None) == []
+    base_only = {"diffusionnft": {"seed_evals": [[{"iteration": 0, "wall_seconds": 5, "strict_accuracy": 0.5}]]}}
+    assert peak_lines(base_only, {**target, "target": 0.4}) == []  # the base is no peak
 
 
 def test_speedup_interval_by_hand():

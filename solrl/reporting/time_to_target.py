@@ -46,19 +46,6 @@ def seed_times(seed_evals: list[list[dict]], target: float, key: str) -> dict:
             "reached": sum(reached)}
 
 
-def curve_peak(seed_evals: list[list[dict]], key: str) -> tuple[float, int] | None:
-    """The highest mean over seeds of `key` among the evaluations after the base that every seed made, and its
-    iteration; None without one. Why: a target set at the reference's final value sits under the reference's
-    own best where its curve fell back (a reward the model learns to please without the quality the metric
-    reads: docs/where-exploration-pays.md), and then any family passes it early and its time measures little."""
-    common = set.intersection(*({e["iteration"] for e in ev} for ev in seed_evals)) - {0} if seed_evals else set()
-    if not common:
-        return None
-    means = {it: float(np.mean([e[key] for ev in seed_evals for e in ev if e["iteration"] == it])) for it in common}
-    best = max(sorted(means), key=means.__getitem__)  # the earliest of equal peaks
-    return means[best], best
-
-
 def speedup_interval(reference: list[float], times: list[float], confidence: float = 0.95) -> tuple[float | None, float | None, float | None]:
     """How many times sooner `times` reach the target than `reference`: mean(reference) / mean(times), and its
     confidence interval, or None where either side has fewer than two seeds.
