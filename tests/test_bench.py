@@ -225,6 +225,7 @@ def test_time_to_target_counts_training_seconds_not_evaluations():
                {"iteration": 10, "wall_seconds": 60, "train_seconds": 50.0, "strict_accuracy": 0.8}]
     assert seed_times([history], 0.7, "strict_accuracy")["seconds_by_seed"] == [50.0]
 
+
 def test_the_caveat_under_a_target_below_the_references_best_mean():
     # two seeds, evaluated at iterations 0, 10, 20; seed 1 also at 25 (its final), which seed 0 lacks
     seeds = [_timed((5, 0.5), (60, 0.8), (120, 0.6)), _timed((5, 0.5), (60, 0.7), (120, 0.7)) + [
