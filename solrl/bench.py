@@ -14,8 +14,8 @@ from .config import load_config
 from .precision.recipes import cpu_label
 from .reporting.curves import plot_family_curves
 from .reporting.metrics_log import read_jsonl
-from .reporting.time_to_target import (REACH_TOLERANCE, explore_cost_ratio, first_reaching, seed_times, speedup_interval,
-                                      target_metric, time_verdict, training_seconds)
+from .reporting.time_to_target import (REACH_TOLERANCE, explore_cost_ratio, first_reaching, seed_times, speedup_bound,
+                                      speedup_interval, target_metric, time_verdict, training_seconds)
 
 FAMILY_PRESETS = {
     "diffusionnft": "configs/toy_diffusionnft.yaml",
@@ -177,7 +177,8 @@ def time_to_target(results: dict, target: float | None = None) -> dict[str, dict
     (strict accuracy where the runs have it), their means with 95% intervals, how many seeds reached it, the
     speed-up over the reference family with its interval, and the verdict. The reference is diffusionnft where
     it ran, else the first family; the target defaults to diffusionnft's final value (the mean of its seeds'
-    finals). Empty with neither a target nor a diffusionnft run."""
+    finals). `bound` says whether lower bounds make the speed-up a bound (speedup_bound). Empty with neither a
+    target nor a diffusionnft run."""
     if target is None and "diffusionnft" not in results:
         return {}
     key = target_metric([ev for r in results.values() for ev in r["seed_evals"]])
@@ -195,10 +196,12 @@ def time_to_target(results: dict, target: float | None = None) -> dict[str, dict
     reference = per_family[reference_family]
     for family, t in per_family.items():
         if family == reference_family:
-            t.update(speedup=1.0, speedup_low=None, speedup_high=None, verdict="reference")
+            t.update(speedup=1.0, speedup_low=None, speedup_high=None, verdict="reference", bound="exact")
         else:
             t["speedup"], t["speedup_low"], t["speedup_high"] = speedup_interval(reference["seconds_by_seed"], t["seconds_by_seed"])
             t["verdict"] = time_verdict(t, reference)
+            t["bound"] = speedup_bound(t, reference)
+            t["reference_short"] = f"{len(reference['reached_by_seed']) - reference['reached']}/{len(reference['reached_by_seed'])}"
     return per_family
 
 
@@ -297,8 +300,20 @@ def target_cells(t: dict | None) -> list[str]:
         seeds = ", ".join(f"{'' if ok else '>='}{v:.{places}f}" for v, ok in zip(t[f"{unit}_by_seed"], t["reached_by_seed"]))
         cells.append(f"{cell} ({t['reached']}/{len(t['reached_by_seed'])} reached: {seeds})")
     interval = f" [{t['speedup_low']:.2f}, {t['speedup_high']:.2f}]" if t["speedup_low"] is not None else ""
-    cells.append(f"{fmt(t['speedup'])}{interval} ({t['verdict']})")
+    cells.append(f"{fmt(t['speedup'])}{interval} ({t['verdict']}{bound_note(t)})")
     return cells
+
+
+def bound_note(t: dict) -> str:
+    """Why a speed-up is only a bound, for its cell: whose seeds never reached the target (speedup_bound)."""
+    if t.get("bound", "exact") == "exact":
+        return ""
+    own, reference = f"{len(t['reached_by_seed']) - t['reached']}/{len(t['reached_by_seed'])}", t["reference_short"]
+    if t["bound"] == "at most":
+        return f"; at most: {own} of its times are lower bounds"
+    if t["bound"] == "at least":
+        return f"; at least: {reference} of {t['reference']}'s times are lower bounds"
+    return f"; neither bound: {own} of its times and {reference} of {t['reference']}'s are lower bounds"
 
 
 def write_convergence_report(results: dict, out_dir: str, command: str, target_value: float | None = None) -> Path:
@@ -351,7 +366,10 @@ def write_convergence_report(results: dict, out_dir: str, command: str, target_v
               f"Speed-up: {reference}'s mean seconds over the family's, with a 95% interval (delta method on the log "
               "ratio, Welch degrees of freedom: solrl/reporting/time_to_target.py); \"faster\" / \"slower\" only where "
               "the seconds' intervals do not overlap (a stricter test than the ratio's interval excluding 1) and the "
-              "family that looks faster reached the target with every seed, else \"no separation\". Explore cost per image-step: (explore s / (N x explore steps)) / "
+              "family that looks faster reached the target with every seed, else \"no separation\". Where lower bounds "
+              "sit on the family's side only, the true speed-up is at most the ratio (\"at most\"); on the reference's "
+              "side only, at least (\"at least\"); on both, the ratio bounds nothing (\"neither bound\": read the "
+              "sweep and the final values). Explore cost per image-step: (explore s / (N x explore steps)) / "
               "(regenerate s / (K x full steps)), the median over iterations (the paper's FLUX runs: about 0.3)."]
     lines += ["", f"Each metric: its final value, the mean over {seeds} seeds (`seed=0..`) ± the 95% Student-t half-width, "
               f"then each seed's gain over the base; \"above\" / \"below\" {reference} only where the intervals do not "

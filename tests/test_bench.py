@@ -9,7 +9,7 @@ from scipy import stats
 from solrl.bench import (aggregate_seeds, convergence_table, final_metrics, mean_interval, metric_cell, peak_lines,
                          referee_below_base, run_convergence, separation, time_to_reach, time_to_target,
                          write_convergence_report)
-from solrl.reporting.time_to_target import explore_cost_ratio, seed_times, speedup_interval, time_verdict
+from solrl.reporting.time_to_target import explore_cost_ratio, seed_times, speedup_bound, speedup_interval, time_verdict
 
 
 def test_time_to_reach():
@@ -265,6 +265,17 @@ def test_time_verdict_needs_separated_intervals_and_every_seed_of_the_faster_fam
     assert time_verdict(times(200, None), reference) == "no separation"     # one seed: no interval
 
 
+def test_speedup_bound_follows_whose_seeds_never_reached_the_target():
+    def seeds(*reached):
+        return {"reached_by_seed": list(reached), "reached": sum(reached)}
+
+    assert speedup_bound(seeds(True, True), seeds(True, True)) == "exact"
+    # the family's missing seeds would take longer than counted, so it is at most this much faster
+    assert speedup_bound(seeds(True, False), seeds(True, True)) == "at most"
+    assert speedup_bound(seeds(True, True), seeds(False, True)) == "at least"
+    assert speedup_bound(seeds(False, False), seeds(False, True)) == "neither"
+
+
 def test_explore_cost_ratio_by_hand():
     config = {"rollout": {"explore_seeds": 48, "explore_steps": 6}, "train": {"group_size": 12}, "sampling": {"steps": 10}}
     # explore 4.8 s / (48 x 6) = 0.016667 s per image-step; regenerate 3.0 s / (12 x 10) = 0.025: c = 0.6667;
@@ -298,6 +309,9 @@ def test_time_to_target_leads_the_report(tmp_path):
     assert len({line.count("|") for line in table}) == 1  # every row has as many cells as the header
     assert "Target: held-out strict_accuracy 0.850" in report
     assert "| sol_rl | 110 ± 127 (2/2 reached: 100, 120) | 10 ± 0 (2/2 reached: 10, 10) | 1.91 [" in report
+    # diffusionnft's seed 0 never reached 0.85, so sol_rl's 1.91x is a floor
+    assert t["sol_rl"]["bound"] == "at least" and t["diffusionnft"]["bound"] == "exact"
+    assert "(no separation; at least: 1/2 of diffusionnft's times are lower bounds) |" in report
     assert "(1/2 reached: >=220, 200)" in report
 
 

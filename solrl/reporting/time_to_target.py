@@ -88,6 +88,16 @@ def time_verdict(own: dict, reference: dict) -> str:
     return "no separation"
 
 
+def speedup_bound(own: dict, reference: dict) -> str:
+    """What a speed-up over `reference` is worth where some times are lower bounds (seeds that never reached the
+    target, counted at their run's end). Lower bounds on the family's side only: its true times are at least
+    these, so the true speed-up is at most the ratio ('at most'). On the reference's side only: at least the
+    ratio ('at least'). On both sides the ratio bounds nothing ('neither'); on neither it is exact ('exact')."""
+    own_short = own["reached"] < len(own["reached_by_seed"])
+    reference_short = reference["reached"] < len(reference["reached_by_seed"])
+    return {(False, False): "exact", (True, False): "at most", (False, True): "at least"}.get((own_short, reference_short), "neither")
+
+
 def explore_cost_ratio(train: list[dict], config: dict | None) -> float | None:
     """The per-image-step cost of exploring against regenerating, median over iterations:
     c = (explore s / (N x explore steps)) / (regenerate s / (K x full steps)), from each train record's
