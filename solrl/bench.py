@@ -306,7 +306,7 @@ def target_cells(t: dict | None) -> list[str]:
 
 def bound_note(t: dict) -> str:
     """Why a speed-up is only a bound, for its cell: whose seeds never reached the target (speedup_bound)."""
-    if t.get("bound", "exact") == "exact":
+    if t["bound"] == "exact":
         return ""
     own, reference = f"{len(t['reached_by_seed']) - t['reached']}/{len(t['reached_by_seed'])}", t["reference_short"]
     if t["bound"] == "at most":
