@@ -215,8 +215,9 @@ def target_sweep(results: dict, target: float | None = None, shares=SWEEP_SHARES
     (the base: the reference seeds' mean first evaluation). A target on a flat stretch of the reference's curve
     makes its seeds' times as wide as their runs (docs/where-exploration-pays.md); the sweep shows whether a
     speed-up holds at the other bars or belongs to one. Per bar and family: the speed-up with its interval, the
-    verdict, seeds reached, and how many times fewer iterations than the reference it took (the value of an
-    iteration, cost left out). Empty where the headline has no target or the reference gained nothing."""
+    verdict, what lower bounds make of it (speedup_bound), seeds reached, and how many times fewer iterations
+    than the reference it took (the value of an iteration, cost left out). Empty where the headline has no
+    target or the reference gained nothing."""
     headline = time_to_target(results, target)
     if not headline:
         return []
@@ -232,7 +233,7 @@ def target_sweep(results: dict, target: float | None = None, shares=SWEEP_SHARES
         ref = per_family[reference]
         rows.append({"share": share, "target": bar, "reference": reference, "families": {
             family: {"speedup": t["speedup"], "speedup_low": t["speedup_low"], "speedup_high": t["speedup_high"],
-                     "verdict": t["verdict"], "reached": t["reached"], "seeds": len(t["reached_by_seed"]),
+                     "verdict": t["verdict"], "bound": t["bound"], "reached": t["reached"], "seeds": len(t["reached_by_seed"]),
                      "iteration_ratio": (ref["iterations_mean"] / t["iterations_mean"]) if t["iterations_mean"] > 0 else None}
             for family, t in per_family.items()}})
     return rows
@@ -248,8 +249,9 @@ def sweep_lines(sweep: list[dict]) -> list[str]:
              f"Time to target with the bar at a share of {reference}'s gain over the base (1.00 is the headline target): "
              "a lead that holds at every bar does not hang on where one bar fell on the reference's curve. Each cell: "
              f"the speed-up over {reference} with its 95% interval and verdict, seeds that reached the bar (the family's, "
-             f"then {reference}'s), and the ratio of iterations to it ({reference}'s mean over the family's: the value "
-             "of an iteration, its cost left out).", "",
+             f"then {reference}'s) with what the seeds that missed it make of the speed-up (\"at most\", \"at least\", "
+             "\"neither bound\", as under the table; nothing where every seed reached it), and the ratio of iterations "
+             f"to it ({reference}'s mean over the family's: the value of an iteration, its cost left out).", "",
              "| share of the gain | target | " + " | ".join(others) + " |", "|---" * (2 + len(others)) + "|"]
     for row in sweep:
         ref = row["families"][reference]
@@ -257,8 +259,9 @@ def sweep_lines(sweep: list[dict]) -> list[str]:
         for family in others:
             t = row["families"][family]
             interval = f" [{t['speedup_low']:.2f}, {t['speedup_high']:.2f}]" if t["speedup_low"] is not None else ""
+            bound = {"exact": "", "neither": "; neither bound"}.get(t["bound"], f"; {t['bound']}")
             cells.append(f"{fmt(t['speedup'])}{interval}, {t['verdict']} ({t['reached']}/{t['seeds']}; "
-                         f"{ref['reached']}/{ref['seeds']}); iterations {fmt(t['iteration_ratio'])}x")
+                         f"{ref['reached']}/{ref['seeds']}{bound}); iterations {fmt(t['iteration_ratio'])}x")
         lines.append(f"| {row['share']:.2f} | {row['target']:.3f} | " + " | ".join(cells) + " |")
     return lines
 
