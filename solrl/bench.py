@@ -201,7 +201,7 @@ def time_to_target(results: dict, target: float | None = None) -> dict[str, dict
             t["speedup"], t["speedup_low"], t["speedup_high"] = speedup_interval(reference["seconds_by_seed"], t["seconds_by_seed"])
             t["verdict"] = time_verdict(t, reference)
             t["bound"] = speedup_bound(t, reference)
-            t["reference_short"] = f"{len(reference['reached_by_seed']) - reference['reached']}/{len(reference['reached_by_seed'])}"
+            t["reference_short"] = lower_bounds(reference)
     return per_family
 
 
@@ -307,11 +307,16 @@ def target_cells(t: dict | None) -> list[str]:
     return cells
 
 
+def lower_bounds(t: dict) -> str:
+    """'missed/seeds': how many of a family's times are lower bounds (seeds that never reached the target)."""
+    return f"{len(t['reached_by_seed']) - t['reached']}/{len(t['reached_by_seed'])}"
+
+
 def bound_note(t: dict) -> str:
     """Why a speed-up is only a bound, for its cell: whose seeds never reached the target (speedup_bound)."""
     if t["bound"] == "exact":
         return ""
-    own, reference = f"{len(t['reached_by_seed']) - t['reached']}/{len(t['reached_by_seed'])}", t["reference_short"]
+    own, reference = lower_bounds(t), t["reference_short"]
     if t["bound"] == "at most":
         return f"; at most: {own} of its times are lower bounds"
     if t["bound"] == "at least":
