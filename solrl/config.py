@@ -92,8 +92,8 @@ class EvalConfig:
     split: str = "heldout"           # toy-world split (train | heldout | hard_train | hard_heldout) or a prompt file
     seeds_per_prompt: int = 2        # fixed seeds 0..n-1 per prompt, so evaluations compare
     steps: int = 10                  # ODE steps
-    solver: Solver = "euler"
-    guidance: float = 1.0
+    solver: Solver = "euler"         # euler | dpm2 (DPM-Solver++(2M)), both deterministic
+    guidance: float = 1.0            # classifier-free guidance scale; 1.0 = CFG-free
     max_prompts: int = 0             # 0 = every prompt of the split
     grid_prompts: int = 16           # prompts shown in the PNG grid
     ema: bool = False                # evaluate an EMA of the trained LoRA instead of its live weights (the references do)
@@ -105,7 +105,7 @@ class LoraSection:
     rank: int = 32                   # LoRA rank (references: 32; 64 for Qwen-Image)
     alpha: float = 64.0              # LoRA alpha; scale = alpha / rank
     init: str = "gaussian"           # gaussian (A ~ N(0, 1/r), B = 0) | default (kaiming A, B = 0) | any peft init_lora_weights name
-    dropout: float = 0.0
+    dropout: float = 0.0             # LoRA dropout (references: 0)
     target_modules: list[str] | None = None  # None = the model family's own list (its `lora_target_modules`)
 
 
@@ -114,7 +114,7 @@ class NFTSection:
     """DiffusionNFT (train.algorithm=nft)."""
     beta: float = 1.0                # mixing strength of the implicit positive / negative policies (VeRL-Omni: mix_beta)
     ref_kl_coef: float = 0.0         # weight of mean (v_theta - v_ref)^2; 1e-4 in the official recipes
-    adv_mode: AdvMode = "continuous"
+    adv_mode: AdvMode = "continuous" # advantage -> optimality: continuous (clipped A) | positive_only | negative_only | one_only (A > 0) | binary (sign A)
     adaptive_weight: bool = True     # official adaptive x0 weighting; False = plain velocity MSE
     batch_old_ref: bool = False      # old + reference predictions as one mixed-adapter forward (slower on CPU: docs/old-ref-batching.md)
 
@@ -154,15 +154,15 @@ class TrainConfig:
     lr: float = 3e-4                 # AdamW learning rate
     lr_schedule: LRSchedule = "constant"  # cosine: from lr down to lr * lr_final_ratio over train.iterations' optimizer steps
     lr_final_ratio: float = 0.1      # cosine's last rate as a share of lr
-    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
-    weight_decay: float = 1e-4
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])  # AdamW betas
+    weight_decay: float = 1e-4       # AdamW weight decay
     grad_clip: float = 1.0           # max grad norm; a non-finite norm skips the step
     micro_batch: int = 32            # (sample, timestep) pairs per forward/backward
     updates_per_iteration: int = 1   # optimizer steps per rollout batch; update u trains the timestep slots j with j % U == u
     timestep_fraction: float = 0.5   # share of the rollout's timesteps trained per sample (nft, awm)
     adv_clip_max: float = 5.0        # C: advantage clip and loss scale
     global_std: bool = True          # normalise advantages by the batch std (else per group)
-    old_policy_decay_schedule: DecaySchedule = "linear_to_0_5"
+    old_policy_decay_schedule: DecaySchedule = "linear_to_0_5"  # how the old adapter's EMA decay grows with the step (training/schedules.py)
     old_policy_decay: float | None = None  # a fixed decay overrides the schedule
     old_policy_update_interval: int = 1    # optimizer steps between old-adapter refreshes
     autocast_bf16: bool = False      # bf16 autocast for rollouts and the training forward
@@ -186,7 +186,7 @@ class RolloutConfig:
     explore_precision: str = "auto"  # explore recipe: auto (the device's fastest real kernel: precision/recipes.py) | fp32 | bf16 | int8 | fp8 | mxfp8 | mxfp4 | nvfp4 ...
     allow_emulation: bool = False    # let a GPU run a recipe it has no kernel for, as a slow exact emulation (numerics studies)
     explore_steps: int = 6           # explore step budget (paper: 6; full budget = sampling.steps)
-    selection: SelectionMode = "best_worst"
+    selection: SelectionMode = "best_worst"  # which K of N: best_worst (K//2 best, the rest worst) | random | mean_deviation | extremes_random
     explore_layers: ExploreLayers = "reference"  # reference (keep in bf16 what the Sol-RL reference keeps, per family) | all
     compile: CompileScope | bool = "auto"  # torch.compile the explore engine (quantization fused with its neighbours)
     adaptive: bool = False           # sol_rl: explore each prompt in chunks until its proxy rewards show contrast, explore_seeds at most (rollout/adaptive.py)

@@ -98,3 +98,15 @@ def all_results(root: Path = RESULTS_DIR) -> dict[str, dict]:
 def values(result: dict, metric: str, group: str | None = None) -> list:
     """The per-seed values of `metric` in `result`'s records (of one `group` when given), in file order."""
     return [r[metric] for r in result["records"] if metric in r and (group is None or r["group"] == group)]
+
+
+def mean_interval(numbers, confidence: float = 0.95) -> tuple[float, float]:
+    """Mean and the half-width of its Student-t confidence interval (nan for a single value)."""
+    from scipy import stats
+
+    v = [float(x) for x in numbers]
+    mean = sum(v) / len(v)
+    if len(v) < 2:
+        return mean, float("nan")
+    sd = math.sqrt(sum((x - mean) ** 2 for x in v) / (len(v) - 1))
+    return mean, float(stats.t.ppf(0.5 + confidence / 2, len(v) - 1) * sd / math.sqrt(len(v)))
