@@ -110,3 +110,16 @@ def mean_interval(numbers, confidence: float = 0.95) -> tuple[float, float]:
         return mean, float("nan")
     sd = math.sqrt(sum((x - mean) ** 2 for x in v) / (len(v) - 1))
     return mean, float(stats.t.ppf(0.5 + confidence / 2, len(v) - 1) * sd / math.sqrt(len(v)))
+
+
+def dump_result(data: dict) -> str:
+    """A results file's text: one top-level key per line and one record per line, so a diff shows what moved."""
+    check_result(data)
+    parts = []
+    for key, value in data.items():
+        if key == "records":
+            body = ",\n".join("  " + json.dumps(r, ensure_ascii=False) for r in value)
+            parts.append(f' "records": [\n{body}\n ]')
+        else:
+            parts.append(f" {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
