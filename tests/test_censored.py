@@ -109,9 +109,22 @@ def test_bootstrap_curves_agrees_with_the_times_version_at_a_fixed_target():
     ref = [curve(*np.round(0.3 + np.cumsum(rng.uniform(0, 0.04, 4)), 3)) for _ in range(5)]
     fam = [curve(*np.round(0.3 + np.cumsum(rng.uniform(0, 0.06, 4)), 3)) for _ in range(5)]
     bar = float(np.mean([c.final for c in ref]))
-    from_curves = bootstrap_curves(ref, fam, horizon=180, target=bar, resamples=4_000, seed=7)
+    from_curves = bootstrap_curves(ref, fam, horizon=180, target=bar, resamples=4_000, seed=7, confidences=(0.8,))
     times = [tuple(zip(*[time_to_bar(c, bar) for c in side])) for side in (ref, fam)]
-    from_times = bootstrap_times(times[0], times[1], horizon=180, resamples=4_000, seed=7)
+    from_times = bootstrap_times(times[0], times[1], horizon=180, resamples=4_000, seed=7, confidences=(0.8,))
     assert from_curves["ratio"] == pytest.approx(from_times["ratio"])
-    assert from_curves["intervals"]["0.95"] == pytest.approx(from_times["intervals"]["0.95"])
+    assert from_curves["intervals"]["0.8"] == pytest.approx(from_times["intervals"]["0.8"])
     assert math.isclose(from_curves["target"], bar)
+
+
+def test_a_tail_too_thin_for_the_resamples_reads_the_exact_extremes():
+    # 5 seeds and a Bonferroni level for 17 regimes: the expanded tail is ~1e-15, far below one resample in
+    # 20000, so the interval is the statistic's range over every possible resample: the fastest reference
+    # seed over the slowest family seed (124 / 150), the slowest over the fastest (180 / 74)
+    ref = ([124.0, 182.0, 184.0, 180.0, 185.0], [True, True, True, False, False])
+    fam = ([74.0, 126.0, 81.0, 111.0, 150.0], [True] * 5)
+    out = bootstrap_times(ref, fam, horizon=180, confidences=(0.95, 1 - 0.05 / 17), resamples=20_000)
+    assert out["ratio"] == pytest.approx((124 + 4 * 180) / 5 / ((74 + 126 + 81 + 111 + 150) / 5))
+    assert out["intervals"][f"{1 - 0.05 / 17:g}"] == pytest.approx([124 / 150, 180 / 74])
+    low, high = out["intervals"]["0.95"]  # at 95% the tail holds ~19 resamples: estimated from them
+    assert 124 / 150 < low < out["ratio"] < high <= 180 / 74
