@@ -1,6 +1,6 @@
 """Where one forward of the toy transformer spends its time, fp32 against bf16, on this CPU.
 
-    .venv/bin/python bench/forward_profile.py [--batch 48] [--width W] [--out docs/forward_profile_amx.md]
+    .venv/bin/python bench/forward_profile.py [--batch 48] [--width W] [--out runs/forward_profile.md]
 
 Why: a lower-precision explore only speeds what it makes cheaper. On a model as narrow as the toy's (width
 128, 4 heads of 32) the GEMMs are a minority of a forward; the rest (GELU, attention, norms, copies) decides

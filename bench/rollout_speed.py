@@ -1,6 +1,6 @@
 """Rollout seconds of naive_scaling and sol_rl on the toy preset, eager and compiled, side by side.
 
-    .venv/bin/python bench/rollout_speed.py [--reps 3] [--prompts 8] [--width W] [--out docs/compile.md]
+    .venv/bin/python bench/rollout_speed.py [--reps 3] [--prompts 8] [--width W] [--out runs/rollout_speed.md]
 
 The policy is the shipped toy model with the toy presets' LoRA (rank 16 on attention and feed-forward,
 unmerged, as in training); naive_scaling samples N seeds per prompt with it at the full step count,
@@ -64,8 +64,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--width", type=int, default=None,
                         help="time a randomly initialised transformer this wide instead of the shipped base")
-    parser.add_argument("--out", default="docs/compile.md")
-    parser.add_argument("--json", default="docs/compile.json")
+    parser.add_argument("--out", default="runs/rollout_speed.md")
+    parser.add_argument("--json", default="runs/rollout_speed.json")
     args = parser.parse_args()
     cfg = load_config(args.config, args.overrides)
     reward = build_reward(cfg.reward.name)
@@ -136,7 +136,7 @@ def main() -> None:
         f"{PAPER_EXPLORE_COST}): {'met' if met else 'not met'} here; compiled ({best}) sol_rl over naive_scaling "
         f"{ratios[f'sol_rl_over_naive_scaling.{best}']:.2f}x at c = {cost[best]:.2f}. "
         "c = (explore s / (N x explore steps)) / (regenerate s / (K x full steps)). Ranking fidelity at the same "
-        "explore settings: `solrl probe` (docs/probe.md).",
+        "explore settings: `solrl probe` (docs/concepts.md).",
         f"- sol_rl over naive_scaling: {ratios['sol_rl_over_naive_scaling.eager']:.2f}x eager, "
         f"{ratios['sol_rl_over_naive_scaling.blocks']:.2f}x with both compiled by blocks, "
         f"{ratios['sol_rl_over_naive_scaling.model']:.2f}x with both compiled whole; compiled (model) sol_rl over eager "

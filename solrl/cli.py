@@ -490,7 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mean-weight", type=float, default=0.0, metavar="W",
                    help="add W x the loss at t = 1 against each prompt's mean latent (over --mean-renders renders): "
                    "a low-variance target where the layout is decided, which makes the model read the relation "
-                   "(docs/toy-latent-base.md, stop 21); default 0, off")
+                   "(docs/history.md, 2026-12-02); default 0, off")
     p.add_argument("--mean-renders", type=int, default=32, help="renders averaged into each prompt's mean latent (default 32)")
     p.set_defaults(fn=cmd_pretrain_toy)
 

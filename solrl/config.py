@@ -116,7 +116,7 @@ class NFTSection:
     ref_kl_coef: float = 0.0         # weight of mean (v_theta - v_ref)^2; 1e-4 in the official recipes
     adv_mode: AdvMode = "continuous" # advantage -> optimality: continuous (clipped A) | positive_only | negative_only | one_only (A > 0) | binary (sign A)
     adaptive_weight: bool = True     # official adaptive x0 weighting; False = plain velocity MSE
-    batch_old_ref: bool = False      # old + reference predictions as one mixed-adapter forward (slower on CPU: docs/old-ref-batching.md)
+    batch_old_ref: bool = False      # old + reference predictions as one mixed-adapter forward (slower on a CPU: results/training/old_ref_batching.json)
 
 
 @dataclass

@@ -55,7 +55,7 @@ def _solrl_nproc(config, run, nproc=2, timeout=300):
 # Processes and ranks sum the same gradients in another order, and each CPU kind's kernels round
 # their own way; Adam then magnifies the 1e-7 differences for gradients near its epsilon. Measured
 # worst |difference| on weights of magnitude <= 1 after 1-3 updates of this test's runs (lr 1e-2):
-# 2-core AMD EPYC AVX2 < 1e-6, 2-core AMD EPYC AVX512-BF16 1.33e-6 (docs/test-suite.md). A wrong
+# 2-core AMD EPYC AVX2 < 1e-6, 2-core AMD EPYC AVX512-BF16 1.33e-6 (2026-12-06). A wrong
 # update moves weights by ~lr = 1e-2, three orders of magnitude above this bound.
 CROSS_PROCESS_ATOL = 1e-5
 

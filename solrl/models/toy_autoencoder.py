@@ -1,6 +1,6 @@
 """A small convolutional autoencoder for the toy world: 32x32 RGB <-> 8 x 8 x 8 latents.
 
-Why: a pixel-space transformer with 4x4 patches draws ragged blobs (docs/base-headroom.md): every
+Why: a pixel-space transformer with 4x4 patches draws ragged blobs (docs/history.md): every
 token must emit 48 exact pixel values, and sampling errors show as specks. As SD3 does with its
 VAE, the transformer here works on latents instead, and the decoder, trained on ground-truth
 renders only, turns them into flat colours and clean edges. The latents are normalised per channel

@@ -35,3 +35,221 @@ def markdown(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def record(result: dict, group: str, **match) -> dict:
+    """The one record of `group` whose other fields equal `match`; a missing one is an error naming the file."""
+    found = [r for r in result["records"] if r["group"] == group and all(r.get(k) == v for k, v in match.items())]
+    if len(found) != 1:
+        raise ValueError(f"{result['_path']}: {len(found)} records of group {group!r} with {match}, expected one")
+    return found[0]
+
+
+def short_machine(result: dict) -> str:
+    """`2-core AMD EPYC (AVX512-BF16 ...)` -> `AMD EPYC, AVX512-BF16`: enough to name the machine in a table cell."""
+    m = result["machine"]
+    for name, short in (("H200", "one H200"), ("H100", "one H100"), ("B200", "one B200")):
+        if name in m:
+            return short
+    cpu = "Intel Xeon" if "Xeon" in m else "AMD EPYC" if "EPYC" in m else m.split(",")[0]
+    kind = "AMX" if "AMX" in m else "AVX512-BF16" if "AVX512-BF16" in m else "AVX2 only"
+    return f"{cpu}, {kind}"
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x"
+
+
+def default_run_figures(results: dict) -> dict:
+    r = results["default-run/default_run_5min"]
+    base = record(r, "base", seed=None)
+    return {"result": r, "base": base, "strict": mean_ci(r, "strict_accuracy", "diffusionnft"),
+            "referee": mean_ci(r, "referee_accuracy", "diffusionnft"),
+            "strict_gains": ", ".join(f"+{v - base['strict_accuracy']:.3f}" for v in values(r, "strict_accuracy", "diffusionnft")),
+            "referee_gains": ", ".join(f"+{v - base['referee_accuracy']:.3f}" for v in values(r, "referee_accuracy", "diffusionnft")),
+            "seeds": len(values(r, "strict_accuracy", "diffusionnft"))}
+
+
+@table("default-run")
+def default_run_sentence(results: dict) -> str:
+    f = default_run_figures(results)
+    r = f["result"]
+    return (f"Over {f['seeds']} seeds, 5 minutes each, the share of held-out samples that pass the gold check rose from "
+            f"{f['base']['strict_accuracy']:.3f} to {f['strict']} (gains {f['strict_gains']}), and the referee, a judge that "
+            f"shares no rule with the reward and that nothing trains on, agrees: {f['base']['referee_accuracy']:.3f} to "
+            f"{f['referee']} (gains {f['referee_gains']}); neither fell under the base at any evaluation "
+            f"({short_machine(r)}, {r['date']}, {r['summary']['iterations']} iterations; "
+            f"{link('default-run/default_run_5min', results, 'data', base='')}).\n")
+
+
+def key_rows(results: dict, base: str) -> list[list[str]]:
+    rows = []
+    f = default_run_figures(results)
+    rows.append(["the default run, 5 min, 3 seeds", f"strict accuracy {f['base']['strict_accuracy']:.3f} -> {f['strict']}; "
+                 f"referee {f['base']['referee_accuracy']:.3f} -> {f['referee']}", f["result"]])
+    b = results["toy-world/base_model_heldout"]
+    gold = record(b, "geneval_gold", seed=None)
+    rows.append(["the shipped toy base, held out", f"gold check {gold['strict_accuracy']:.3f}, referee {gold['referee_accuracy']:.3f}, "
+                 f"`geneval_gold` score {gold['mean_score']:.3f}", b])
+    a = results["toy-world/adversarial_set"]
+    bad = [x for x in a["records"] if x["group"] != "ground-truth render"]
+    giant, tinted = record(a, "giant"), record(a, "tinted_grey")
+    rows.append([f"the adversarial set, {len(bad)} kinds", f"`geneval_gold` passes none (highest score "
+                 f"{max(x['geneval_gold_score'] for x in bad):.3f}), referee at most {max(x['referee_correct'] for x in bad):.3f}; "
+                 f"`geneval` pays a giant object {giant['geneval_score']:.3f}, a grey canvas {tinted['geneval_score']:.3f}", a])
+    k = results["default-run/reference_kl_200"]
+    no_kl, kl = record(k, "train.nft.ref_kl_coef=0"), record(k, "train.nft.ref_kl_coef=1e-1")
+    rows.append(["the reference KL, 200 iterations, seed 0", f"without it the referee falls from {max(no_kl['referee_accuracy_curve']):.3f} "
+                 f"to {no_kl['referee_accuracy']:.3f} (base {no_kl['referee_accuracy_curve'][0]:.3f}); at 1e-1 strict "
+                 f"{kl['strict_accuracy']:.3f}, referee {kl['referee_accuracy']:.3f}", k])
+    p = results["probe/probe_explore_cost_avx512bf16_contiguous"]
+    rows.append(["proxy fidelity, bf16 at 6 steps vs fp32 at 10", f"Spearman {record(p, 'bf16')['spearman']:.2f}, top/bottom-K match "
+                 f"{record(p, 'bf16')['selection_match']:.2f} (32 prompts x 48 seeds)", p])
+    c = results["explore-cost/explore_cost_amx_bf16"]
+    sol, naive = record(c, "sol_rl", compile="model"), record(c, "naive_scaling", compile="model")
+    rows.append(["toy rollout, bf16 explore, compiled", f"sol_rl {sol['rollout_seconds']:.2f} s against naive_scaling "
+                 f"{naive['rollout_seconds']:.2f} s ({ratio(naive['rollout_seconds'], sol['rollout_seconds'])}); explore cost "
+                 f"{sol['explore_cost_per_image_step']:.2f} of a regeneration step (paper: about 0.3)", c])
+    g = results["gpu/engine_sd35m_h200_reference_layers"]
+    pol, fp8 = record(g, "lora_policy", compile="compiled"), record(g, "fp8", compile="compiled")
+    ns, sr = record(g, "rollout naive_scaling", compile="compiled"), record(g, "rollout sol_rl", compile="compiled")
+    rows.append(["SD3.5-M size, 1024 px, compiled", f"fp8 engine forward {ratio(pol['forward_ms'], fp8['forward_ms'])} the LoRA policy's; "
+                 f"rollout {sr['rollout_seconds']:.1f} s against naive_scaling {ns['rollout_seconds']:.1f} s "
+                 f"({ratio(ns['rollout_seconds'], sr['rollout_seconds'])})", g])
+    s = results["gpu/sd35l_preset_h200"]
+    sol, naive = record(s, "sol_rl", call="second call"), record(s, "naive_scaling", call="second call")
+    rows.append(["the SD3.5-L preset as shipped, one prompt group", f"rollout {ratio(naive['seconds_rollout'], sol['seconds_rollout'])}, "
+                 f"iteration {ratio(naive['seconds_iteration'], sol['seconds_iteration'])} naive_scaling's; peak "
+                 f"{sol['peak_memory_gib']:.1f} GiB (estimate {sol['estimated_peak_gib']:.1f})", s])
+    return [[what, figure, f"{short_machine(r)}, {r['date']}", link(str(r['_path'].with_suffix('')).split('results/')[-1], results,
+                                                                    "data", base)] for what, figure, r in rows]
+
+
+@table("key-measurements")
+def key_measurements(results: dict) -> str:
+    return markdown(["what", "measured", "where, when", "file"], key_rows(results, ""))
+
+
+@table("gpu-runs")
+def gpu_runs(results: dict) -> str:
+    rows = []
+    s = results["gpu/sd35l_preset_h200"]
+    for group, call in (("sol_rl", "second call"), ("naive_scaling", "second call"), ("naive_scaling_eager", "first call")):
+        r = record(s, group, call=call)
+        sec = lambda k: f"{r[k]:.1f}" if r.get(k) is not None else ""  # noqa: E731
+        what = {"sol_rl": "sol_rl, fp8 explore (N 96, 6 steps), bf16 regeneration (K 24, 10 steps), compiled",
+                "naive_scaling": "naive_scaling, 96 in bf16 at 10 steps, compiled",
+                "naive_scaling_eager": "naive_scaling, eager (rollout only)"}[group]
+        rows.append([f"SD3.5-L preset: {what}", sec("seconds_explore"), sec("seconds_regenerate"), sec("seconds_rollout"),
+                     sec("seconds_train"), sec("seconds_iteration"), f"{r['peak_memory_gib']:.1f} / {r['estimated_peak_gib']:.1f}",
+                     link("gpu/sd35l_preset_h200", results, s["date"])])
+    g = results["gpu/engine_sd35m_h200_reference_layers"]
+    for family in ("sol_rl", "naive_scaling"):
+        for scope in ("compiled", "eager"):
+            r = record(g, f"rollout {family}", compile=scope)
+            rows.append([f"SD3.5-M size, batch 24: {family}, {scope}", "", "", f"{r['rollout_seconds']:.1f}", "", "", "",
+                         link("gpu/engine_sd35m_h200_reference_layers", results, g["date"])])
+    return markdown(["one H200, 1024 px, one prompt group", "explore s", "regenerate s", "rollout s", "train s",
+                     "iteration s", "peak GiB / estimate", "data"], rows)
+
+
+@table("adversarial-set")
+def adversarial_set(results: dict) -> str:
+    a = results["toy-world/adversarial_set"]
+    rows = [[x["group"], x["images"], f"{x['geneval_score']:.3f}", f"{x['geneval_strict']:.3f}", f"{x['geneval_gold_score']:.3f}",
+             f"{x['gold_check_pass']:.3f}", f"{x['referee_correct']:.3f}"] for x in a["records"]]
+    return (markdown(["image", "images", "`geneval` score", "`geneval` strict", "`geneval_gold` score", "gold check passes",
+                      "referee-correct"], rows)
+            + f"\n{short_machine(a)}, {a['date']}: {link('toy-world/adversarial_set', results, 'data')}.\n")
+
+
+@table("toy-base")
+def toy_base(results: dict) -> str:
+    b = results["toy-world/base_model_heldout"]
+    gold, gen = record(b, "geneval_gold"), record(b, "geneval")
+    rows = [["`geneval_gold` (the presets')", f"{gold['mean_score']:.3f}", f"{gold['strict_accuracy']:.3f} (the gold check)",
+             f"{gold['referee_accuracy']:.3f}", f"{gold['world_likeness']:.3f}"],
+            ["`geneval`", f"{gen['mean_score']:.3f}", f"{gen['strict_accuracy']:.3f}", "", ""]]
+    return (markdown(["reward", "score", "strict accuracy", "referee accuracy", "world-likeness"], rows)
+            + f"\n{b['settings']['eval.seeds_per_prompt']} seeds per prompt; {short_machine(b)}, {b['date']}: "
+              f"{link('toy-world/base_model_heldout', results, 'data')}.\n")
+
+
+@table("default-run-by-cpu")
+def default_run_by_cpu(results: dict) -> str:
+    """One row per CPU kind that ran the default job: every results file default-run/default_run_5min*."""
+    rows = []
+    for name in sorted(n for n in results if n.startswith("default-run/default_run_5min")):
+        r = results[name]
+        base = record(r, "base", seed=None)
+        iterations = r.get("summary", {}).get("iterations") or ", ".join(str(v) for v in values(r, "iterations", "diffusionnft"))
+        rows.append([r["machine"], r["date"], str(iterations), len(values(r, "strict_accuracy", "diffusionnft")),
+                     f"{base['strict_accuracy']:.3f} -> {mean_ci(r, 'strict_accuracy', 'diffusionnft')}",
+                     f"{base['referee_accuracy']:.3f} -> {mean_ci(r, 'referee_accuracy', 'diffusionnft')}",
+                     link(name, results, "data")])
+    return markdown(["CPU", "date", "iterations", "seeds", "strict accuracy (gold check)", "referee accuracy", "file"], rows)
+
+
+@table("key-measurements-docs")
+def key_measurements_docs(results: dict) -> str:
+    return markdown(["what", "measured", "where, when", "file"], key_rows(results, "../"))
+
+
+@table("explore-cost")
+def explore_cost(results: dict) -> str:
+    """One row per rollout measurement: eager and compiled whole (the faster of the compiled scopes is in the file)."""
+    rows = []
+    for name in sorted(n for n in results if n.startswith(("explore-cost/explore_cost_", "explore-cost/compile_"))):
+        r = results[name]
+        s = r["settings"]
+        cells = {}
+        for scope in ("eager", "model"):
+            sol, naive = record(r, "sol_rl", compile=scope), record(r, "naive_scaling", compile=scope)
+            cells[scope] = (f"{sol['rollout_seconds']:.2f} / {naive['rollout_seconds']:.2f} = "
+                            f"{ratio(naive['rollout_seconds'], sol['rollout_seconds'])}", sol.get("explore_cost_per_image_step"))
+        layers = "every linear" if "explore_layers=all" in str(r["command"]) else "reference"
+        c = cells["model"][1]
+        rows.append([short_machine(r), r["date"], s["model"], f"{s['rollout.explore_precision']}, {s['rollout.explore_steps']} steps, {layers}",
+                     cells["eager"][0], cells["model"][0], f"{c:.2f}" if c is not None else "", link(name, results, "data")])
+    return markdown(["CPU", "date", "model", "explore", "eager: sol_rl s / naive_scaling s", "compiled whole", "c, compiled", "file"],
+                    rows)
+
+
+@table("proxy-fidelity")
+def proxy_fidelity(results: dict) -> str:
+    rows = []
+    for name in sorted(n for n in results if n.startswith("probe/")):
+        r = results[name]
+        for x in r["records"]:
+            rows.append([short_machine(r), r["date"], r["settings"]["model"],
+                         f"{x['group']}, {x['explore_steps']} steps {x['solver']}" + (f", layers {x['explore_layers']}" if "explore_layers" in x else ""),
+                         "real" if x.get("explore_real_kernel") else "emulated", f"{x['spearman']:.3f}", f"{x['selection_match']:.2f}",
+                         link(name, results, name.split("/")[1])])
+    return markdown(["CPU", "date", "model", "explore engine", "kernel", "Spearman", "top/bottom-K match", "file"], rows)
+
+
+@table("results-index")
+def results_index(results: dict) -> str:
+    rows = [[link(name, results, name), r["title"], short_machine(r), r["date"],
+             "measured" if r["source"] == "measured" else r["source"].split(" as of")[0]] for name, r in sorted(results.items())]
+    return markdown(["file", "what", "where", "when", "source"], rows)
+
+
+@table("exploration-studies")
+def exploration_studies(results: dict) -> str:
+    """Every exploration study file: what ran, where and when, each family's seeds and how many reached the target."""
+    rows = []
+    studies = [n for n in results if n.startswith("exploration/") and "records" in results[n]
+               and "target" in results[n].get("settings", {})]
+    for name in sorted(studies, key=lambda n: (results[n]["date"], n)):
+        r = results[name]
+        groups = list(dict.fromkeys(x["group"] for x in r["records"]))
+        counts = []
+        for g in groups:
+            recs = [x for x in r["records"] if x["group"] == g]
+            reached = sum(1 for x in recs if x.get("reached"))
+            counts.append(f"{g} {reached}/{len(recs)}")
+        rows.append([r["settings"].get("regime_label", r["title"]), r["date"], short_machine(r),
+                     f"{r['settings']['target']:.3f} {r['settings'].get('target_metric', '').replace('_', ' ')}",
+                     "; ".join(counts), link(name, results, name.split("/")[1])])
+    return markdown(["study", "date", "where", "target", "seeds that reached it, per family", "file"], rows)

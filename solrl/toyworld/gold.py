@@ -8,7 +8,7 @@ The rules, each one a person would agree with, and none a degenerate image can m
   beating every other by 0.1) and solid (its own paint covers >= 90% of that shape's interior);
 - a clean background: at most 3% of the canvas away from the objects differs from the world's white by
   more than 30 (RGB distance; autoencoder reconstructions of renders stay within 24 at the 99.9th
-  percentile, 47 at most: docs/toy-gold-check.md);
+  percentile, 47 at most: docs/toy-world.md);
 - relation scenes: the first object's centre at least 6 px (the renderer's 8 minus 2 of slack) on the
   asked side of the second, and farther along the asked axis than across it: two objects side by side
   are "beside", whatever their small shift.

@@ -77,7 +77,7 @@ def prompt_mean_loss(policy: ToyPolicy, means: torch.Tensor, eps: torch.Tensor, 
     At t = 1 the input is pure noise and the loss-minimising velocity is eps - E[x0 | prompt], so this
     has the flow-matching loss's optimum there, without the per-render variance (about 0.87 per
     dimension) that buries the relation's share of the signal (about 0.03): sampled renders alone left
-    the shipped base blind to the relation (docs/toy-latent-base.md, stop 21)."""
+    the shipped base blind to the relation (docs/history.md, 2026-12-02)."""
     t = torch.ones(eps.shape[0])
     return (policy.velocity(eps, t, cond) - (eps - means)).pow(2).mean(dim=(1, 2, 3))
 

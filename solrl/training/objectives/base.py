@@ -115,7 +115,7 @@ def noised_chunks(ctx: UpdateContext, batch: RolloutBatch, gen, part=(0, 1)):
 
 def teacher_velocities(policy, xt, t, cond, old: bool, ref: bool, batched: bool = False):
     """(v_old, v_ref): the old adapter's prediction and the reference's (adapters off), each None
-    when not asked for; `batched` runs both as one mixed-adapter forward (docs/old-ref-batching.md)."""
+    when not asked for; `batched` runs both as one mixed-adapter forward (results/training/old_ref_batching.json)."""
     model = policy.transformer
     if old and ref and batched:
         n = xt.shape[0]
