@@ -253,3 +253,13 @@ def exploration_studies(results: dict) -> str:
                      f"{r['settings']['target']:.3f} {r['settings'].get('target_metric', '').replace('_', ' ')}",
                      "; ".join(counts), link(name, results, name.split("/")[1])])
     return markdown(["study", "date", "where", "target", "seeds that reached it, per family", "file"], rows)
+
+
+@table("distributed-toy")
+def distributed_toy(results: dict) -> str:
+    r = results["training/distributed_toy_2procs"]
+    rows = [[x["group"], x["seconds_iteration"], x["seconds_explore"], x["seconds_regenerate"], x["seconds_train"],
+             x["seconds_refresh_and_resync"]] for x in r["records"]]
+    return (markdown(["train.parallel", "s / iteration", "explore", "regenerate", "train", "old refresh + engine re-sync"], rows)
+            + f"\n{r['machine']}, {r['date']}, {r['settings']['model']}, medians of iterations 2-4: "
+              f"{link('training/distributed_toy_2procs', results, 'data')}.\n")
