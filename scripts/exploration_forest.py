@@ -5,11 +5,11 @@
 and prints the table docs/where-exploration-pays.md shows (the restricted-mean ratio of sol_rl's time to
 target over diffusionnft's, per regime, with its 95% interval and the one corrected for every regime tried)."""
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from solrl.reporting.exploration import comparisons, forest_result, load_studies, markdown_table, plot_forest, regime_rows
+from solrl.reporting.results import dump_result
 
 COMMAND = "python scripts/exploration_forest.py"
 
@@ -26,7 +26,7 @@ def main(argv=None) -> int:
     rows = regime_rows(studies)
     count = len(comparisons(studies))
     plot_forest(rows, folder / "forest.png", count)
-    (folder / "forest.json").write_text(json.dumps(forest_result(rows, count, COMMAND), indent=1) + "\n")
+    (folder / "forest.json").write_text(dump_result(forest_result(rows, count, COMMAND)))
     print(markdown_table(rows))
     print(f"wrote {folder / 'forest.png'} and {folder / 'forest.json'}: {len(rows)} regimes, {count} comparisons against diffusionnft")
     return 0
