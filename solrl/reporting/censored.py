@@ -176,9 +176,10 @@ def bootstrap_curves(reference: list[SeedCurve], family: list[SeedCurve], horizo
 
 
 def bootstrap_times(reference: tuple[list[float], list[bool]], family: tuple[list[float], list[bool]],
-                    horizon: float, confidences=(0.95,), resamples: int = RESAMPLES, seed: int = 0) -> dict:
+                    horizon: float, confidences=(0.95,), resamples: int = RESAMPLES, seed: int = 0,
+                    expand: bool = True) -> dict:
     """bootstrap_curves for seeds known only by their (time, reached) to one fixed target, as the studies'
-    pages give them: the target's own uncertainty cannot enter here."""
+    pages give them: the target's own uncertainty cannot enter here. `expand` False: plain percentiles."""
     rng = np.random.default_rng(seed)
     (rt, rr), (ft, fr) = [(np.asarray(t, dtype=float), np.asarray(r, dtype=bool)) for t, r in (reference, family)]
     ref_idx = rng.integers(0, rt.size, (resamples, rt.size))
@@ -193,17 +194,17 @@ def bootstrap_times(reference: tuple[list[float], list[bool]], family: tuple[lis
         r, f = np.minimum(rt, horizon), np.minimum(ft, horizon)
         support = (r.min() / f.max(), r.max() / f.min())
     result = _summary(restricted_mean(rt, rr, horizon), restricted_mean(ft, fr, horizon), boot_ref, boot_fam,
-                      confidences, min(rt.size, ft.size), support)
+                      confidences, min(rt.size, ft.size), support, expand)
     result.update(target_recomputed=False, reference_reached=int(rr.sum()), family_reached=int(fr.sum()))
     return result
 
 
 def _summary(ref: float, fam: float, boot_ref: np.ndarray, boot_fam: np.ndarray, confidences, seeds: int,
-             support: tuple[float, float] | None = None) -> dict:
+             support: tuple[float, float] | None = None, expand: bool = True) -> dict:
     with np.errstate(divide="ignore", invalid="ignore"):
         boot = boot_ref / boot_fam
     undefined = int(np.sum(~np.isfinite(boot)))
     return {"ratio": float(ref / fam) if fam > 0 else None, "reference_rmst": float(ref), "family_rmst": float(fam),
-            "intervals": {f"{c:g}": (list(percentile_interval(boot, c, seeds, support=support)) if seeds > 1 else None) for c in confidences},
+            "intervals": {f"{c:g}": (list(percentile_interval(boot, c, seeds, expand, support)) if seeds > 1 else None) for c in confidences},
             "resamples": int(boot.size), "undefined_resamples": undefined,
             "share_of_resamples_above_1": float(np.mean(boot[np.isfinite(boot)] > 1.0))}
