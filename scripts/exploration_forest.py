@@ -8,7 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from solrl.reporting.exploration import comparisons, forest_result, load_studies, markdown_table, plot_forest, regime_rows
+from solrl.reporting.exploration import (comparisons, forest_result, headline_checks, load_studies, markdown_table,
+                                         plot_forest, regime_rows)
 from solrl.reporting.results import dump_result
 
 COMMAND = "python scripts/exploration_forest.py"
@@ -26,7 +27,7 @@ def main(argv=None) -> int:
     rows = regime_rows(studies)
     count = len(comparisons(studies))
     plot_forest(rows, folder / "forest.png", count)
-    (folder / "forest.json").write_text(dump_result(forest_result(rows, count, COMMAND)))
+    (folder / "forest.json").write_text(dump_result(forest_result(rows, count, COMMAND, headline_checks(studies))))
     print(markdown_table(rows))
     print(f"wrote {folder / 'forest.png'} and {folder / 'forest.json'}: {len(rows)} regimes, {count} comparisons against diffusionnft")
     return 0

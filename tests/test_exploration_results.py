@@ -96,3 +96,17 @@ def test_the_committed_forest_is_what_the_files_give():
             assert record[key] == pytest.approx(row[key]), (record["regime"], key)
     assert (FOLDER / "forest.png").stat().st_size < 300_000
     assert REFERENCE == "diffusionnft" and FAMILY == "sol_rl"
+
+
+def test_the_former_headline_read_as_what_it_was():
+    from solrl.reporting.exploration import headline_checks
+
+    checks = headline_checks(STUDIES)
+    # the same diffusionnft trajectories, cut elsewhere by the clock, set three targets
+    assert sorted(checks["targets"].values()) == [0.384, 0.39, 0.405]
+    # the 8-seed rerun's 3 new seeds alone, by the page's own method: 1.85x [0.46, 7.5]
+    ratio, low, high = checks["new_seeds_published_method"]
+    assert (ratio, low, high) == pytest.approx((1.85, 0.46, 7.47), abs=0.01)
+    # and the headline's interval at the page's method once corrected for 17 regimes: [0.78, 3.19]
+    row = next(r for r in regime_rows(STUDIES, resamples=200) if r["regime"] == "hard-heavy-3min")
+    assert row["published_corrected"] == pytest.approx([0.78, 3.19], abs=0.01)
