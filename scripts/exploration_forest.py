@@ -28,7 +28,7 @@ def main(argv=None) -> int:
     count = len(comparisons(studies))
     plot_forest(rows, folder / "forest.png", count)
     (folder / "forest.json").write_text(dump_result(forest_result(rows, count, COMMAND, headline_checks(studies))))
-    print(markdown_table(rows))
+    print(markdown_table(rows, rows[0]["corrected_confidence"]))
     print(f"wrote {folder / 'forest.png'} and {folder / 'forest.json'}: {len(rows)} regimes, {count} comparisons against diffusionnft")
     return 0
 

@@ -32,7 +32,7 @@ class Registration:
                         "train.eval_every=3", "train.timestep_fraction=0.6")  # the regime, on each family's preset
     minutes: float = 3.0  # training-time budget per run; also the restricted mean's horizon
     seed_start: int = 100  # the first seed: every study so far used seeds 0-7
-    seeds: int = 16  # seeds per family: seed_start .. seed_start + seeds - 1
+    seeds: int = 20  # seeds per family: seed_start .. seed_start + seeds - 1
     metric: str = "strict_accuracy"  # the primary target's metric: the training reward's strict verdict
     secondary_metric: str = "referee_accuracy"  # reported beside it, not deciding: the judge nothing trains on
     confidence: float = 0.95  # two-sided; confirmed where the interval's lower end is above 1
@@ -250,3 +250,28 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def confirmation_status(results: dict) -> str:
+    """The confirmation's status for the docs (a table region): 'not yet run' until its results file exists,
+    then its report."""
+    result = results.get("exploration/confirmation")
+    if result is None:
+        return ("**Not yet run.** Registered on 2026-12-07, before any of its runs ([the registration](confirmation.md)). "
+                f"It needs about two and a half hours alone on a {REGISTERED.cores}-core {REGISTERED.cpu_name} with AVX512-BF16: "
+                "`bash scripts/run_confirmation.sh`. Its result will stand here whichever way it goes.\n")
+    return "\n".join(report_lines(result)[2:]) + f"\n\nData: [results/exploration/confirmation.json](../results/exploration/confirmation.json).\n"
+
+
+def power_table(results: dict) -> str:
+    """Coverage and power of the interval on simulated studies (results/exploration/bootstrap_coverage.json)."""
+    records = results["exploration/bootstrap_coverage"]["records"]
+    ratios = sorted({r["true_ratio"] for r in records})
+    cell = {(r["group"], r["seeds_per_family"], r["true_ratio"]): r for r in records}
+    lines = ["| seeds a family | coverage, plain percentiles (true ratio 1) | coverage, expanded (true ratio 1) | "
+             + " | ".join(f"lower end above 1, true ratio {x:g}" for x in ratios) + " |",
+             "|---" * (3 + len(ratios)) + "|"]
+    for n in sorted({r["seeds_per_family"] for r in records}):
+        lines.append(f"| {n} | {cell['plain', n, 1.0]['coverage']:.3f} | {cell['expanded', n, 1.0]['coverage']:.3f} | "
+                     + " | ".join(f"{cell['expanded', n, x]['share_with_lower_end_above_1']:.2f}" for x in ratios) + " |")
+    return "\n".join(lines) + "\n"

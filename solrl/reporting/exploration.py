@@ -211,21 +211,66 @@ def plot_forest(rows: list[dict], out: Path, comparisons_count: int) -> Path:
     return out
 
 
-def markdown_table(rows: list[dict]) -> str:
-    """The forest's rows as a markdown table (docs/where-exploration-pays.md)."""
-    corrected = rows[0]["corrected_confidence"]
+def markdown_table(rows: list[dict], corrected: float, link_base: str = "../") -> str:
+    """The forest's rows (regime_rows, or forest.json's records) as a markdown table, each regime linking
+    the study file its row came from."""
     fmt = lambda iv: f"[{iv[0]:.2f}, {iv[1]:.2f}]" if iv else "-"  # noqa: E731
     lines = ["| regime | sol_rl over diffusionnft | 95% | "
-             f"{100 * corrected:.2f}% (corrected) | seeds reached, sol_rl / diffusionnft | published (mean of lower bounds) | "
+             f"{100 * corrected:.2f}% (corrected) | seeds reached, sol_rl / diffusionnft | as published (mean of lower bounds) | "
              "referee at the budget |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         published = f"{r['published'][0]:.2f} [{r['published'][1]:.2f}, {r['published'][2]:.2f}]" if r["published"] else "-"
+        regime = f"[{r['label']}]({link_base}results/exploration/{r['study']}.json)"
         if r["ratio"] is None:
-            lines.append(f"| {r['label']} | per-seed values not published | - | - | - | {published} | {r['referee'] or '-'} |")
+            lines.append(f"| {regime} | per-seed values not published | - | - | - | {published} | {r['referee'] or '-'} |")
             continue
-        lines.append(f"| {r['label']} | {r['ratio']:.2f} | {fmt(r['interval_95'])} | {fmt(r['interval_corrected'])} | "
+        lines.append(f"| {regime} | {r['ratio']:.2f} | {fmt(r['interval_95'])} | {fmt(r['interval_corrected'])} | "
                      f"{r['reached'][1]}/{r['seeds'][1]}, {r['reached'][0]}/{r['seeds'][0]} | {published} | {r['referee'] or '-'} |")
     return "\n".join(lines) + "\n"
+
+
+def forest_table(results: dict) -> str:
+    """docs/where-exploration-pays.md's table, from results/exploration/forest.json."""
+    forest = results["exploration/forest"]
+    return markdown_table(forest["records"], forest["settings"]["corrected_confidence"])
+
+
+def headline_paragraph(results: dict) -> str:
+    """The former headline read as what it was, every figure from results/exploration/forest.json."""
+    forest = results["exploration/forest"]
+    st, checks = forest["settings"], forest["summary"]["headline_regime"]
+    row = next(r for r in forest["records"] if r["regime"] == "hard-heavy-3min")
+    strict = [r for r in forest["records"] if r["metric"] == "strict_accuracy" and r["published"]]
+    largest = max(strict, key=lambda r: r["published"][0])["regime"] == row["regime"]
+    excluding = sum(1 for r in forest["records"] if r["published"] and r["published"][1] > 1)
+    lo95, hi95 = row["interval_95"]
+    loc, hic = row["interval_corrected"]
+    plo, phi = row["published_corrected"]
+    targets = ", ".join(f"{v:.3f}" for v in checks["targets"].values())
+    new_ratio, new_lo, new_hi = checks["new_seeds_published_method"]
+    missed = row["seeds"][0] - row["reached"][0]
+    return (
+        f"The page's former headline, sol_rl {row['published'][0]:.2f}x sooner [{row['published'][1]:.2f}, "
+        f"{row['published'][2]:.2f}] on the {row['label']}, was picked from {st['regimes_tried']} regimes tried "
+        f"({st['comparisons_against_diffusionnft']} comparisons of some family against diffusionnft in all): "
+        f"{'the largest ratio by the training reward' + chr(39) + 's own verdict, and ' if largest else ''}one of the "
+        f"{excluding} whose published interval excluded 1. Corrected for the "
+        f"{st['regimes_tried']} regimes (Bonferroni, {100 * st['corrected_confidence']:.2f}%), its own method's interval "
+        f"is [{plo:.2f}, {phi:.2f}], and the restricted-mean bootstrap's [{loc:.2f}, {hic:.2f}] (at 95%: {row['ratio']:.2f}x "
+        f"[{lo95:.2f}, {hi95:.2f}]): both include 1. {missed} of diffusionnft's {row['seeds'][0]} seeds never reached "
+        f"the target; the published mean counted them at their run's end, as if they had reached it then. The target itself, "
+        f"diffusionnft's mean final value, moved with where the clock cut each seed: the same trajectories set "
+        f"{targets} in three studies. Its \"replications\" reused seeds 0-4, whose evaluations repeat to the digit: "
+        f"the 8-seed rerun's {len(checks['new_seeds'])} new seeds alone give {new_ratio:.2f}x [{new_lo:.2f}, {new_hi:.2f}] "
+        f"by the page's method. {referee_sentence(forest['records'])}\n")
+
+
+def referee_sentence(rows: list[dict]) -> str:
+    """Where the referee, the judge nothing trains on, parts sol_rl from diffusionnft at the budget."""
+    by = {v: [r["label"] for r in rows if r["referee"] == v] for v in ("above", "below", "overlap")}
+    return (f"At the budget the referee, which nothing trains on, reads sol_rl above diffusionnft in {len(by['above'])} "
+            f"regimes ({'; '.join(by['above'])}), below in {len(by['below'])} ({'; '.join(by['below'])}), and overlapping "
+            f"in the other {len(by['overlap'])}.")
 
 
 def forest_result(rows: list[dict], comparisons_count: int, command: str, checks: dict | None = None) -> dict:
@@ -245,3 +290,17 @@ def forest_result(rows: list[dict], comparisons_count: int, command: str, checks
             "records": [dict({k: r[k] for k in keep}, group=r["regime"], seed=None) for r in rows],
             "summary": {"headline_regime": checks or {}},
             "figure": "forest.png"}
+
+
+def pattern_sentence(results: dict) -> str:
+    """The direction of the ratios by split, counted from results/exploration/forest.json."""
+    rows = [r for r in results["exploration/forest"]["records"] if r["ratio"] is not None]
+    hard = [r for r in rows if "hard split" in r["label"]]
+    default = [r for r in rows if "default split" in r["label"]]
+    never = sum(1 for r in default if r["reached"][1] == 0)
+    return (f"On the hard split sol_rl is ahead by the restricted mean in {sum(r['ratio'] > 1 for r in hard)} of the "
+            f"{len(hard)} regimes whose seeds the pages give ({min(r['ratio'] for r in hard):.2f}-"
+            f"{max(r['ratio'] for r in hard):.2f}x); on the default split it is behind in "
+            f"{sum(r['ratio'] < 1 for r in default)} of {len(default)} ({min(r['ratio'] for r in default):.2f}-"
+            f"{max(r['ratio'] for r in default):.2f}x), and in {never} of them no sol_rl seed reached diffusionnft's "
+            "final value within the budget.\n")
