@@ -89,6 +89,12 @@ def test_a_run_short_of_the_registration_is_written_as_such(runs, tmp_path, monk
     assert any("ran seeds [100, 101] (2)" in d for d in result["settings"]["deviations"])
     assert len(result["records"]) == 4 and result["records"][0]["curve"][0] == [0, 0.0, 0.3, 0.5]
     assert "Not the registered confirmation" in capsys.readouterr().out
+    # the docs' regions: the page's status and the README's sentence say what ran, and that it was not as registered
+    status = confirmation.confirmation_status({"exploration/confirmation": result})
+    assert "Not the registered confirmation" in status and result["summary"]["confirmation"] in status
+    sentence = confirmation.confirmation_sentence({"exploration/confirmation": result})
+    assert "not on the registered machine kind or settings" in sentence and "by the referee" in sentence
+    assert "not run yet" in confirmation.confirmation_sentence({}) and "Not yet run" in confirmation.confirmation_status({})
 
 
 def test_missing_runs_are_one_line(tmp_path, capsys):

@@ -275,3 +275,23 @@ def power_table(results: dict) -> str:
         lines.append(f"| {n} | {cell['plain', n, 1.0]['coverage']:.3f} | {cell['expanded', n, 1.0]['coverage']:.3f} | "
                      + " | ".join(f"{cell['expanded', n, x]['share_with_lower_end_above_1']:.2f}" for x in ratios) + " |")
     return "\n".join(lines) + "\n"
+
+
+def confirmation_sentence(results: dict) -> str:
+    """One sentence for the README: the confirmation's verdict, or that it has not run."""
+    result = results.get("exploration/confirmation")
+    if result is None:
+        return ("The one claim registered for confirmation on fresh seeds, the heavy hard split's, "
+                "[has not run yet](docs/confirmation.md): it needs about two and a half hours alone on a 2-core AMD EPYC "
+                "with AVX512-BF16.\n")
+    s, reg = result["summary"], result["settings"]
+    strict, referee = s[reg["metric"]], s.get(reg["secondary_metric"])
+    low, high = strict["intervals"][f"{reg['confidence']:g}"]
+    sentence = (f"The claim registered for confirmation on fresh seeds ([docs/confirmation.md](docs/confirmation.md), "
+                f"{reg['seeds']}, {result['date']}): **{s['confirmation']}**"
+                + ("" if reg["registered_run"] else " (not on the registered machine kind or settings)")
+                + f", sol_rl {strict['ratio']:.2f}x sooner by strict accuracy [{low:.2f}, {high:.2f}]")
+    if referee:
+        r_low, r_high = referee["intervals"][f"{reg['confidence']:g}"]
+        sentence += f", {referee['ratio']:.2f}x [{r_low:.2f}, {r_high:.2f}] by the referee"
+    return sentence + ".\n"

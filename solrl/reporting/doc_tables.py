@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .confirmation import confirmation_status, power_table
+from .confirmation import confirmation_sentence, confirmation_status, power_table
 from .exploration import forest_table, headline_paragraph, pattern_sentence
 from .results import mean_interval, values
 
@@ -13,7 +13,7 @@ TABLES: dict[str, Callable[[dict], str]] = {}
 # docs/where-exploration-pays.md and docs/confirmation.md (their builders live beside their analyses)
 TABLES.update({"exploration-forest": forest_table, "exploration-headline": headline_paragraph,
                "exploration-pattern": pattern_sentence, "exploration-confirmation": confirmation_status,
-               "exploration-power": power_table})
+               "exploration-power": power_table, "exploration-confirmation-readme": confirmation_sentence})
 
 
 def table(name: str):
