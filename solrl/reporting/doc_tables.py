@@ -81,7 +81,7 @@ def default_run_sentence(results: dict) -> str:
     f = default_run_figures(results)
     r = f["result"]
     return (f"Over {f['seeds']} seeds, 5 minutes each, the share of held-out samples that pass the gold check rose from "
-            f"{f['base']['strict_accuracy']:.3f} to {f['strict']} (gains {f['strict_gains']}), and the referee, a judge that "
+            f"{f['base']['strict_accuracy']:.3f} to {f['strict']} (mean ± 95% interval; gains {f['strict_gains']}), and the referee, a judge that "
             f"shares no rule with the reward and that nothing trains on, agrees: {f['base']['referee_accuracy']:.3f} to "
             f"{f['referee']} (gains {f['referee_gains']}); neither fell under the base at any evaluation "
             f"({short_machine(r)}, {r['date']}, {r['summary']['iterations']} iterations; "
