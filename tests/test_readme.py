@@ -109,3 +109,12 @@ def test_every_config_file_the_readme_names_loads():
     for name in names:
         assert (ROOT / name).is_file(), name
         load_config(ROOT / name)
+
+
+def test_the_key_measurements_are_at_most_ten_rows_each_linking_its_results_file():
+    region = README.split("<!-- table:key-measurements -->", 1)[1].split("<!-- /table -->", 1)[0]
+    rows = [line for line in region.splitlines() if line.startswith("| ") and not line.startswith("| what ")]
+    assert 5 <= len(rows) <= 10
+    for row in rows:
+        target = re.search(r"\]\((results/[\w./-]+\.json)\)", row)
+        assert target and (ROOT / target.group(1)).is_file(), row
