@@ -52,16 +52,30 @@ def test_empty_prompt_file_and_prompts_outside_the_grammar(tmp_path, capsys):
 def test_a_bug_is_not_dressed_up_as_bad_input(monkeypatch, capsys):
     """Exit 2 with one line is for mistakes the user can fix; a KeyError from inside solrl (a bug)
     keeps its traceback instead of turning into `error: mean_score`."""
-    import solrl.cli
+    import solrl.cli.sample
 
     def broken(args):
         return {}["mean_score"]
 
-    monkeypatch.setattr(solrl.cli, "cmd_sample", broken)
+    monkeypatch.setattr(solrl.cli.sample, "run", broken)
     with pytest.raises(KeyError, match="mean_score"):
         main(["sample", "a red circle"])
     assert main(["eval", "--reward", "genevel"]) == 2
     assert "unknown reward 'genevel'" in capsys.readouterr().err
+
+
+# every verb `solrl --help` listed on 2026-12-07, before the command became a package: none may go missing
+VERBS_OF_2026_12_07 = ["sample", "eval", "train", "check", "export", "data", "probe", "bench", "report",
+                       "convert-checkpoint", "pretrain-toy", "widen-toy", "toy-split", "pretrain-toy-autoencoder",
+                       "pretrain-toy-referee"]
+
+
+def test_help_lists_every_verb(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    listed = capsys.readouterr().out.split("{", 1)[1].split("}", 1)[0].split(",")  # usage: solrl [-h] {a,b,...}
+    assert listed == VERBS_OF_2026_12_07
 
 
 def test_overrides_after_options_are_overrides_and_anything_else_is_refused(capsys):
