@@ -9,7 +9,8 @@ from .advantages import group_advantages, iteration_advantages
 from .checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
 from .evaluate import evaluate
 from .objectives import OBJECTIVES, Objective, UpdateContext, build_objective
-from .trainer import Trainer, TrainState
+from .run_state import TrainState
+from .trainer import Trainer
 
 __all__ = ["OBJECTIVES", "Objective", "TrainState", "Trainer", "UpdateContext", "build_objective", "evaluate",
            "group_advantages", "iteration_advantages", "list_checkpoints", "load_checkpoint", "save_checkpoint"]

@@ -8,10 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
-import random
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,19 +19,9 @@ from ..config import Config, ConfigError, check_config, to_dict
 from ..data import PromptSet
 from ..models import load_policy, policy_options
 from ..models.compile import compile_transformer, warm_up_compiled
-from ..models.lora import (
-    OLD,
-    TRAINED,
-    AdapterEMA,
-    adapter,
-    adapter_params,
-    adapter_state,
-    add_configured_adapters,
-    ema_update,
-    load_adapter_state,
-)
-from ..parallel.distributed import World, merge_metric_sums
-from ..parallel.sharding import full, full_state, shard_model, shard_optimizer_state
+from ..models.lora import OLD, TRAINED, AdapterEMA, adapter, adapter_params, add_configured_adapters, load_adapter_state
+from ..parallel.distributed import World
+from ..parallel.sharding import shard_model
 from ..redaction import redact
 from ..reporting.metrics_log import MetricsLogger, SilentLogger
 from ..rewards import build_reward
@@ -46,17 +33,10 @@ from .advantages import finite_floats, iteration_advantages, refuse_non_finite
 from .checkpoint import load_checkpoint, save_checkpoint
 from .evaluate import evaluate
 from .objectives import UpdateContext, build_objective
-from .schedules import eval_ema_decay, old_policy_decay, set_learning_rate
+from .run_state import TrainState, restore_run_state, run_state
+from .update import Updater
 
 log = logging.getLogger("solrl.train")
-
-
-@dataclass
-class TrainState:
-    iteration: int = 0        # completed iterations
-    optimizer_step: int = 0
-    elapsed: float = 0.0      # wall-clock seconds spent in earlier sessions of this run
-    skipped_in_a_row: int = 0
 
 
 class Trainer:
@@ -111,6 +91,7 @@ class Trainer:
         params = list(adapter_params(self.model, TRAINED).values())
         self.optimizer = torch.optim.AdamW(params, lr=cfg.train.lr, betas=tuple(cfg.train.betas), weight_decay=cfg.train.weight_decay)
         self.eval_ema = AdapterEMA(self.model, TRAINED) if cfg.eval.ema else None
+        self.updater = Updater(cfg, self.objective, self.optimizer, self.eval_ema, self.world, self.fsdp)
         self.state = TrainState()
         self._session_start = time.time()
         self.eval_history: list[dict] = []
@@ -137,34 +118,12 @@ class Trainer:
 
     # ---- checkpoints -------------------------------------------------------------------------
     def state_dict(self) -> dict:
-        return {
-            "iteration": self.state.iteration,
-            "optimizer_step": self.state.optimizer_step,
-            "elapsed": self.elapsed(),
-            "data_position": self.state.iteration * self.cfg.train.prompts_per_iter,
-            "lora_default": adapter_state(self.model, TRAINED),
-            "lora_old": adapter_state(self.model, OLD),
-            "lora_ema": self.eval_ema.state() if self.eval_ema is not None else None,
-            "optimizer": full_state(self.optimizer.state_dict()),
-            "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()},
-            "eval_history": self.eval_history,
-            "config": self.shareable_config(),
-        }
+        return run_state(self.state, self.elapsed(), self.cfg.train.prompts_per_iter, self.model, self.optimizer,
+                         self.eval_ema, self.eval_history, self.shareable_config())
 
     def _restore(self, ckpt: dict) -> None:
         """Everything but the adapters (loaded in __init__, before sharding)."""
-        self.optimizer.load_state_dict(ckpt["optimizer"])
-        shard_optimizer_state(self.optimizer)  # no-op unless the model is sharded
-        torch.set_rng_state(ckpt["rng"]["torch"])
-        np.random.set_state(ckpt["rng"]["numpy"])
-        random.setstate(ckpt["rng"]["python"])
-        self.state = TrainState(ckpt["iteration"], ckpt["optimizer_step"], ckpt.get("elapsed", 0.0))
-        self.eval_history = list(ckpt.get("eval_history", []))
-        if self.eval_ema is not None:
-            if ckpt.get("lora_ema") is not None:
-                self.eval_ema.load(ckpt["lora_ema"])
-            else:
-                log.warning("eval.ema: the checkpoint holds no EMA (it was trained without); the EMA starts from its weights")
+        self.state, self.eval_history = restore_run_state(ckpt, self.optimizer, self.eval_ema)
         self._session_start = time.time()
         if self.engine is not None:
             self.engine.sync(self.policy)
@@ -184,60 +143,8 @@ class Trainer:
 
     # ---- one iteration -----------------------------------------------------------------------
     def _train_step(self, batch, advantages: torch.Tensor, iteration: int) -> dict:
-        """`train.updates_per_iteration` optimizer steps on this rollout batch, each followed by the
-        old-policy refresh when due; metrics are means over the updates."""
-        updates = self.cfg.train.updates_per_iteration
-        results = []
-        for u in range(updates):
-            step = self._update(batch, advantages, iteration, (u, updates))
-            # the old policy follows optimizer steps: a skipped one must not move it a second time
-            step["old_decay"], step["seconds_sync"] = (float("nan"), 0.0) if step["skipped_step"] else self._refresh_old()
-            results.append(step)
-        if updates == 1:
-            return results[0]
-        merged = {k: sum(r[k] for r in results) / updates for k in results[0]}
-        merged["old_decay"] = results[-1]["old_decay"]
-        for key in ("skipped_step", "trained_pairs", "seconds_sync"):  # counts and costs add up
-            merged[key] = sum(r[key] for r in results)
-        if "ratio_max_deviation" in merged:
-            merged["ratio_max_deviation"] = max(r["ratio_max_deviation"] for r in results)
-        return merged
-
-    def _update(self, batch, advantages: torch.Tensor, iteration: int, part: tuple[int, int]) -> dict:
-        cfg = self.cfg.train
-        # every update of the iteration draws the same timestep slots and noise; `part` picks its slots
-        gen = torch.Generator().manual_seed(derived_seed(self.cfg.seed, iteration, "train"))
-        self.optimizer.zero_grad(set_to_none=True)
-        sums, pairs = self.objective.accumulate(self.context, batch, advantages, gen, part) if batch is not None else ({}, 0)
-        params = self.optimizer.param_groups[0]["params"]  # the `default` adapter (as shards under fsdp2)
-        if not self.fsdp:  # FSDP2 reduce-scattered every backward already
-            self.world.sum_gradients(params)  # no-op for one process
-        if self.world.active:  # each rank's sums are weighted by its share of the batch: add them up
-            sums, pairs = merge_metric_sums(self.world.gather((sums, pairs)))
-        grad_norm = float(full(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)))
-        if math.isfinite(grad_norm):
-            set_learning_rate(self.optimizer, self.state.optimizer_step, cfg)
-            self.optimizer.step()
-            self.state.optimizer_step += 1
-            if self.eval_ema is not None:
-                self.eval_ema.update(eval_ema_decay(self.state.optimizer_step, self.cfg.eval.ema_decay))
-            skipped = 0
-        else:
-            log.warning("iteration %d: gradient norm is %s; optimizer step skipped", iteration, grad_norm)
-            skipped = 1
-        self.optimizer.zero_grad(set_to_none=True)
-        return {**sums, "grad_norm": grad_norm, "skipped_step": skipped, "trained_pairs": pairs}
-
-    def _refresh_old(self) -> tuple[float, float]:
-        """EMA of `old` towards `default` when due; then the explore engine follows. Returns (decay, sync seconds)."""
-        cfg = self.cfg.train
-        if self.state.optimizer_step == 0 or self.state.optimizer_step % cfg.old_policy_update_interval:
-            return float("nan"), 0.0
-        schedule = cfg.old_policy_decay if cfg.old_policy_decay is not None else cfg.old_policy_decay_schedule
-        decay = old_policy_decay(self.state.optimizer_step, schedule)
-        ema_update(self.model, decay, src=TRAINED, dst=OLD)
-        sync = self.engine.sync(self.policy) if self.engine is not None else 0.0
-        return decay, sync
+        """The update half of the iteration (training/update.py); a method, so a benchmark can time it."""
+        return self.updater.step(self.context, self.state, batch, advantages, iteration)
 
     def rollout_spec(self) -> RolloutSpec:
         c, s, r = self.cfg.train, self.cfg.sampling, self.cfg.rollout
