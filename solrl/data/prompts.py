@@ -57,7 +57,7 @@ def load_prompt_records(source: str) -> tuple[list[str], list[dict]]:
         raise ValueError(f"{path}: unsupported prompt file type {suffix!r}; use .txt, .jsonl or .parquet")
     if not prompts:
         raise ValueError(f"{path}: the prompt file is empty; put one prompt per line (txt) or one {{\"prompt\": ...}} per line (jsonl)")
-    from .sets import warn_if_not_pinned
+    from .verify import warn_if_not_pinned
 
     warn_if_not_pinned(path)
     return prompts, records

@@ -9,11 +9,8 @@ and prompt count are recorded when they are fetched. The files themselves are no
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-
-log = logging.getLogger("solrl.data")
 
 
 @dataclass(frozen=True)
@@ -124,20 +121,6 @@ def fetch_hint(path: str | Path) -> str | None:
     command = fetch_command(known.name, Path(path).parent.parent)
     return (f"prompt file {str(path)!r} does not exist: it is the {known.title}'s {pinned.name}; fetch it with "
             f"`{command}` (without network, `{command} --offline` says which file to place where)")
-
-
-def warn_if_not_pinned(path: str | Path) -> None:
-    """A known set's file that is not the pinned one is used anyway, but said so (an edit may be meant)."""
-    match = match_known_file(path)
-    if match is None:
-        return
-    from .verify import file_problem
-
-    known, pinned = match
-    problem = file_problem(Path(path), pinned)
-    if problem:
-        log.warning("%s is not the pinned %s file (%s); using it as it is. `%s --force` replaces it with the "
-                    "pinned one", path, known.name, problem, fetch_command(known.name, Path(path).parent.parent))
 
 
 def presets_using(configs_dir: str | Path | None = None) -> dict[tuple[str, str], list[str]]:

@@ -1,13 +1,16 @@
 """What a prompt-set file must be: the pinned bytes (SHA-256 or git blob id, prompt count), in a format
-read the way the DiffusionNFT reference reads it."""
+read the way the DiffusionNFT reference reads it; a known set's file that is not the pinned one is used with a warning."""
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from .sets import PinnedFile
+from .sets import PinnedFile, fetch_command, match_known_file
+
+log = logging.getLogger("solrl.data")
 
 GENEVAL_TAGS = ("single_object", "two_object", "counting", "colors", "position", "color_attr")
 
@@ -45,6 +48,18 @@ def check_kind(pinned: PinnedFile) -> str:
 
 def file_problem(path: Path, pinned: PinnedFile) -> str | None:
     return mismatch(digest(path.read_bytes()), pinned)
+
+
+def warn_if_not_pinned(path: str | Path) -> None:
+    """A known set's file that is not the pinned one is used anyway, but said so (an edit may be meant)."""
+    match = match_known_file(path)
+    if match is None:
+        return
+    known, pinned = match
+    problem = file_problem(Path(path), pinned)
+    if problem:
+        log.warning("%s is not the pinned %s file (%s); using it as it is. `%s --force` replaces it with the "
+                    "pinned one", path, known.name, problem, fetch_command(known.name, Path(path).parent.parent))
 
 
 def read_set_file(data: bytes, fmt: str, where: str) -> list[tuple[str, dict]]:

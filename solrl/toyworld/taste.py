@@ -8,7 +8,7 @@ canvas reads 0), centred and scaled on the shipped base's own samples, squashed 
 as a network's error is: a few pixels' difference (bf16 against fp32 sampling) barely moves it, so an
 explored proxy ranks it as well as it ranks quality. It says nothing about whether the image is right.
 
-The constants are measured once on the shipped base (`python -m solrl.toyworld.taste`, which prints them).
+The constants are measured once on the shipped base (`python -m solrl.toyworld.measure_taste`, which prints them).
 """
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ import torch.nn.functional as F
 
 TASTE_GRID = 8          # the coarse image the taste reads: 8x8 cells, of 4x4 pixels on the world's 32x32 canvas
 TASTE_SEED = 20261203   # the direction's seed (numpy's PCG64 stream: the same on every platform and version)
-# The projection's mean and standard deviation over the shipped base's samples: `python -m solrl.toyworld.taste
-# train 64 8` (2026-12-03, 2-core AMD EPYC, torch 2.13.0: 64 train prompts x 8 seeds, 10 euler steps) measured
-# -0.00203 and 0.2159; within a prompt's seeds the taste then spreads 0.549 (standard deviation) and the gold
-# score 0.408.
+# The projection's mean and standard deviation over the shipped base's samples: `python -m
+# solrl.toyworld.measure_taste train 64 8` (2026-12-03, 2-core AMD EPYC, torch 2.13.0: 64 train prompts x 8
+# seeds, 10 euler steps) measured -0.00203 and 0.2159; within a prompt's seeds the taste then spreads 0.549
+# (standard deviation) and the gold score 0.408.
 TASTE_CENTER = -0.00203
 TASTE_SCALE = 0.2159
 # toy_preference's default weight on the taste, 0.408 / 0.549: within a group the taste term spreads as widely
@@ -47,44 +47,3 @@ def taste_projection(images: torch.Tensor) -> torch.Tensor:
 def taste(images: torch.Tensor, center: float = TASTE_CENTER, scale: float = TASTE_SCALE) -> torch.Tensor:
     """[B] in (-1, 1): the projection, centred and scaled on the base's samples, squashed by tanh."""
     return torch.tanh((taste_projection(images) - center) / scale)
-
-
-# seeds of the measurement, apart from training's and evaluation's (10,000,000 + ...) and the hard split's
-TASTE_SEED_BASE = 30_000_000
-
-
-def measure_on_base(policy, prompts: list[str], seeds: int, steps: int = 10, batch_size: int = 64) -> dict:
-    """What the constants and the reward's weight are set from: over `seeds` base samples of each prompt, the
-    projection's mean and standard deviation, and the spread within a prompt's seeds (the mean of the per-prompt
-    standard deviations) of the taste and of the gold score, the quality a group's advantages should read."""
-    from ..rewards import build_reward
-    from ..rollout.generation import generate
-    from ..training.evaluate import eval_seeds
-
-    flat = [p for p in prompts for _ in range(seeds)]
-    images = policy.decode(generate(policy, flat, eval_seeds(len(prompts), seeds, TASTE_SEED_BASE), steps, "euler", 1.0,
-                                    batch_size=batch_size))
-    projection = taste_projection(images)
-    quality = build_reward("geneval_gold")(images, flat).scores  # the gold score, toy_preference's quality part
-    center, scale = float(projection.mean()), float(projection.std())
-    tastes = taste(images, center, scale)
-    within = lambda v: float(v.reshape(len(prompts), seeds).std(1).mean())  # noqa: E731
-    return {"images": len(flat), "center": center, "scale": scale,
-            "taste_within_prompt_std": within(tastes), "quality_within_prompt_std": within(quality),
-            "taste_std": float(tastes.std()), "taste_mean": float(tastes.mean()),
-            "weight_for_equal_spread": within(quality) / within(tastes)}
-
-
-if __name__ == "__main__":  # python -m solrl.toyworld.taste [split] [prompts] [seeds]
-    import json
-    import sys
-
-    from ..data import load_prompts
-    from ..models import load_policy
-
-    args = sys.argv[1:]
-    split = args.pop(0) if args and not args[0].isdigit() else "train"
-    count, seeds = (int(a) for a in (args + ["64", "8"])[:2])
-    every = load_prompts(split)
-    prompts = every[:: max(1, len(every) // count)][:count]
-    print(json.dumps({"split": split, "prompts": len(prompts), **measure_on_base(load_policy("toy"), prompts, seeds)}, indent=2))
