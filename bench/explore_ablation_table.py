@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from solrl.bench import rollout_seconds
+from solrl.lab.convergence_report import rollout_seconds
 from solrl.reporting.metrics_log import read_jsonl
 
 

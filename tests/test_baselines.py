@@ -21,8 +21,8 @@ from solrl.algorithms.sde import (
     gaussian_log_prob,
     marginal_sde_step,
 )
-from solrl.bench import objective_table
 from solrl.config import ConfigError
+from solrl.lab.objectives import objective_table
 from solrl.models import load_policy
 from solrl.models.lora import OLD, TRAINED, adapter_params, copy_adapter
 from solrl.rollout.dynamics import Dynamics

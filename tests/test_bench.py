@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from solrl.bench import (aggregate_seeds, convergence_table, final_metrics, mean_interval, metric_cell, peak_lines,
-                         referee_below_base, run_convergence, separation, time_to_reach, time_to_target,
-                         write_convergence_report)
+from solrl.lab.convergence import run_convergence
+from solrl.lab.convergence_report import convergence_table, metric_cell, peak_lines, write_convergence_report
+from solrl.lab.statistics import (aggregate_seeds, final_metrics, mean_interval, referee_below_base, separation, time_to_reach,
+                                  time_to_target)
 from solrl.reporting.time_to_target import explore_cost_ratio, seed_times, speedup_bound, speedup_interval, time_verdict
 
 
@@ -320,7 +321,8 @@ def test_the_sweep_times_every_family_at_shares_of_the_references_gain(tmp_path)
     diffusionnft seeds pass the two lower bars at 100 s (iteration 10), sol_rl's at 100 and 120 s: 100 / 110.
     At 0.7625 diffusionnft's seed 0 needs its 220 s evaluation (iteration 20): 160 / 110, iterations 15 / 10;
     at 0.85 the headline, 210 / 110 and 20 / 10, one diffusionnft seed a lower bound."""
-    from solrl.bench import sweep_lines, target_sweep
+    from solrl.lab.convergence_report import sweep_lines
+    from solrl.lab.statistics import target_sweep
 
     dnft = [_timed((5, 0.5), (100, 0.7), (220, 0.8)), _timed((5, 0.5), (100, 0.8), (200, 0.9))]
     sol = [_timed((5, 0.5), (100, 0.85), (200, 0.9)), _timed((5, 0.5), (120, 0.86), (210, 0.9))]
@@ -395,7 +397,7 @@ def test_family_curves_run_on_training_time_where_every_evaluation_has_it(tmp_pa
 
 
 def test_a_variant_is_its_family_with_its_own_overrides_before_the_command_lines():
-    from solrl.bench import family_config, parse_variant
+    from solrl.lab.families import family_config, parse_variant
 
     variants = dict([parse_variant(["sol_rl_n96", "sol_rl", "rollout.explore_seeds=96"]),
                      parse_variant(["adaptive_n96", "sol_rl_adaptive", "rollout.explore_seeds=96", "rollout.explore_steps=4"])])
@@ -411,7 +413,7 @@ def test_a_variant_is_its_family_with_its_own_overrides_before_the_command_lines
                                            (["n96", "sol_rll", "rollout.explore_seeds=96"], "unknown family 'sol_rll'"),
                                            (["n96", "sol_rl", "rollout.explore_seeds"], "not an override")])
 def test_a_malformed_variant_is_refused_with_the_fix(tokens, names):
-    from solrl.bench import parse_variant
+    from solrl.lab.families import parse_variant
 
     with pytest.raises(ValueError, match=names):
         parse_variant(tokens)

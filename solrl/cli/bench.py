@@ -7,7 +7,9 @@ import sys
 def run(args) -> int:
     import logging
 
-    from ..bench import DEFAULT_FAMILIES, FAMILY_PRESETS, parse_variant, run_convergence, write_convergence_report
+    from ..lab.convergence import run_convergence
+    from ..lab.convergence_report import write_convergence_report
+    from ..lab.families import DEFAULT_FAMILIES, FAMILY_PRESETS, parse_variant
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     variants = dict(parse_variant(tokens) for tokens in args.variant or [])
@@ -22,16 +24,16 @@ def run(args) -> int:
     if variants and args.algorithms:
         raise ValueError("--variant works with the families' table, not with --algorithms; run them apart")
     if args.algorithms:  # objectives x families: one run per pair, one table
-        from .. import bench
+        from ..lab import objectives
 
         algorithms = [a for item in args.algorithms for a in item.split(",") if a]
-        unknown = [a for a in algorithms if a not in bench.ALGORITHM_OVERRIDES]
+        unknown = [a for a in algorithms if a not in objectives.ALGORITHM_OVERRIDES]
         if unknown:
-            raise ValueError(f"unknown algorithm {unknown[0]!r}; choose from {', '.join(bench.ALGORITHM_OVERRIDES)}")
+            raise ValueError(f"unknown algorithm {unknown[0]!r}; choose from {', '.join(objectives.ALGORITHM_OVERRIDES)}")
         families = args.families or ["diffusionnft", "sol_rl"]
-        results = bench.run_objective_convergence(args.minutes, args.out, algorithms, families, args.overrides,
-                                                  args.skip_existing)
-        print(bench.write_objective_report(results, args.out, command, args.target).read_text())
+        results = objectives.run_objective_convergence(args.minutes, args.out, algorithms, families, args.overrides,
+                                                       args.skip_existing)
+        print(objectives.write_objective_report(results, args.out, command, args.target).read_text())
         return 0
     if args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
