@@ -3,9 +3,9 @@
     .venv/bin/python bench/adversarial_rewards.py [--seed 5]
 
 The kinds are the ones tests/test_gold.py draws, one image per held-out prompt each applies to; the last
-column is the referee (solrl/toyworld/referee.py), which was never shown the held-out ones. Issue 17's
+column is the referee (solrl/toyworld/referee.py), which was never shown the held-out ones. The
 bar for a training reward: every kind's mean score under half the ground truth's, and no degenerate image
-strict-correct; issue 33's for the referee: none of them referee-correct for more than 5% of images.
+strict-correct; for the referee: none of them referee-correct for more than 5% of images.
 """
 from __future__ import annotations
 

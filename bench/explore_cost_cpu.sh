@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Issue 36, item 2: the toy's explore cost per image-step on this CPU, against the paper's regime (sol_rl's
+# The toy's explore cost per image-step on this CPU, against the paper's regime (sol_rl's
 # rollout >= 2.33x naive_scaling's, c <= 0.3, both compiled) at a ranking no worse than bf16's at 6 steps.
 # Meant for an AMX Xeon (bf16 and int8 tile units); anywhere else it runs too and says the CPU had no AMX.
 # About 110 minutes on 2 cores, plus about 40 to build the wide toy where $WIDE does not hold it; run it alone
 # (timings). Writes runs/explore_cost/explore_cost_<cpu>_<case>.{md,json}, .../probe_explore_cost_<cpu>{,_dpm2,_wide_steps}.json
 # and .../forward_profile_<cpu>{,_w512}.md (kept results: results/explore-cost/, results/probe/), where <cpu> is amx, avx512bf16 or avx2. The _wide cases: the shipped
 # base widened to 512 (`solrl widen-toy`: copies that compute what it computes) and trained 600 steps further so
-# the copies part, a wide model that draws, for timings and ranking alike (stop 48); the forward profile at 512
+# the copies part, a wide model that draws, for timings and ranking alike (2026-12-06); the forward profile at 512
 # is of a randomly initialised toy (timings only).
 #   bash bench/explore_cost_cpu.sh
 set -euo pipefail
@@ -26,7 +26,7 @@ for case in bf16 int8 int8_all; do
   "$PYTHON" bench/rollout_speed.py --reps 3 --prompts 8 --out "runs/explore_cost/explore_cost_${cpu}_${case}.md" \
       --json "runs/explore_cost/explore_cost_${cpu}_${case}.json" "rollout.explore_precision=$recipe" "rollout.explore_layers=$layers"
 done
-# the same at width 512, where GEMMs dominate a forward (stop 47); 4 prompts: 4 x K fill one batch of 48
+# the same at width 512, where GEMMs dominate a forward (2026-12-06); 4 prompts: 4 x K fill one batch of 48
 WIDE=${WIDE:-runs/toy_w512}
 if [[ ! -f $WIDE/config.json ]]; then
   "$PYTHON" -m solrl widen-toy --width 512 --split-noise 0.5 --out "$WIDE.init"
@@ -34,7 +34,7 @@ if [[ ! -f $WIDE/config.json ]]; then
       --out "$WIDE"
 fi
 # int8 on every layer also at 8 explore steps: the wide model ranks below the floor at 6 steps and above it at 8,
-# where sol_rl's rollout reaches 2.33x naive_scaling's only at c <= 0.22 (stop 49)
+# where sol_rl's rollout reaches 2.33x naive_scaling's only at c <= 0.22 (2026-12-06)
 for case in bf16 int8_all int8_all_8steps; do
   recipe=${case%%_*}; layers=reference; [[ $case == *_all* ]] && layers=all
   steps=6; [[ $case == *_8steps ]] && steps=8

@@ -4,7 +4,7 @@
 
 Images per second of the toy model (LoRA r16 as in toy_nft, merged) at the full 10-step budget in
 fp32 and at 6 steps in each explore recipe, interleaved rounds, medians; plus the seconds one
-`sync` (re-merge + re-quantize) takes. Writes docs/explore-engine.md.
+`sync` (re-merge + re-quantize) takes. Writes runs/explore_speed.md.
 """
 from __future__ import annotations
 
@@ -65,7 +65,9 @@ def main() -> None:
     for recipe, steps in CASES[1:]:
         c = statistics.median(times[(recipe, steps)]) / ref
         lines.append(f"- {recipe}, {steps} steps: N 48, K 12 -> {48 / (48 * c + 12):.2f}x; N 96, K 24 -> {96 / (96 * c + 24):.2f}x")
-    Path("docs/explore-engine.md").write_text("\n".join(lines) + "\n")
+    out = Path("runs/explore_speed.md")  # results/ keeps the figures a doc quotes; this is the raw table
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -4,7 +4,7 @@
 
 Why: a lower-precision explore only speeds what it makes cheaper. On a model as narrow as the toy's (width
 128, 4 heads of 32) the GEMMs are a minority of a forward; the rest (GELU, attention, norms, copies) decides
-how far the explore cost per image-step c can fall (issue 36, item 2). The model is the shipped base without
+how far the explore cost per image-step c can fall. The model is the shipped base without
 LoRA (the bf16 engine merges it into plain layers), at the rollout's batch, one prompt's embeddings repeated.
 Reports median seconds per forward (eager, compiled whole, and eager with the linear layers fed contiguous
 inputs), the profiler's self time per aten op (eager; the profiler adds overhead, so read its figures as

@@ -13,7 +13,7 @@ included) is timed apart. Rounds interleave the six set-ups; medians.
 
 --width W swaps the shipped transformer for a randomly initialised one as wide as W (heads of 64, the toy's
 6 layers, tokens and text encoder): timings only, for the question "what would c be on a model whose
-GEMMs dominate?" (issue 36, item 2). Its images are noise, so its rewards and rankings mean nothing.
+GEMMs dominate?". Its images are noise, so its rewards and rankings mean nothing.
 The override model.path=DIR times a toy model directory instead, e.g. the shipped base widened by
 `solrl widen-toy` and trained further: a wide model that draws (docs/explore-engine.md).
 """
