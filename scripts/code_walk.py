@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from solrl.config import load_config
     try:
         from solrl.training.trainer import Trainer
-    except ImportError:  # the layout before issue 18, for the comparison in docs/architecture.md
+    except ImportError:  # the older flat layout, for the comparison in docs/architecture.md
         from solrl.trainer import Trainer
 
     with tempfile.TemporaryDirectory() as out:

@@ -4,7 +4,7 @@ degenerate images never do.
 Degenerate kinds, each drawn for every held-out prompt it applies to: one giant object of the asked colour
 and shape, a canvas filled with the asked colour, a staircase block of it (the shape collapsed runs
 paint), palette noise, stripes, a blank canvas, the asked objects at a quarter of the world's size; and
-(issue 33) two objects side by side across the asked axis, a background tinted grey or pink or noisy,
+(the near misses) two objects side by side across the asked axis, a background tinted grey or pink or noisy,
 objects with a quarter of their pixels punched out, one object too many. `geneval` (verifier.py) pays
 some of these well (a giant object about 0.5); the gold check must give none of them a pass, while >= 95%
 of ground-truth renders pass. This set is held out from the referee (referee.py): it tests it too."""
@@ -174,7 +174,7 @@ def test_ground_truth_renders_pass():
 
 @pytest.mark.parametrize("change", BENIGN, ids=lambda k: k.__name__)
 def test_benign_changes_of_renders_keep_their_reward_and_pass(change):
-    """Issue 33: anti-aliased edges, a one-pixel shift and colour jitter of a few units keep >= 0.85 of a
+    """Anti-aliased edges, a one-pixel shift and colour jitter of a few units keep >= 0.85 of a
     render's reward on average and pass the gold check (measured: 1.000 passed, mean score 0.998-0.999)."""
     from solrl.toyworld.gold import gold_score
 
@@ -199,7 +199,7 @@ def test_no_degenerate_image_passes(kind):
 
 
 def test_the_training_reward_is_gamed_where_the_gold_check_is_not():
-    """Why the gold metric exists (issue 17): the training reward pays a giant object more than half a
+    """Why the gold metric exists: the training reward pays a giant object more than half a
     ground-truth render's score on average; the gold check fails it every time."""
     rng = np.random.default_rng(3)
     truth = np.mean([verify(render_scene(parse_prompt(p), rng), parse_prompt(p)).score for p in PROMPTS])
@@ -208,7 +208,7 @@ def test_the_training_reward_is_gamed_where_the_gold_check_is_not():
 
 
 def test_the_gold_score_pays_degenerate_images_under_half_of_ground_truth():
-    """Issue 17's adversarial target for a training reward: every degenerate kind's mean score below
+    """The adversarial target for a training reward: every degenerate kind's mean score below
     half the ground truth's, while ground truth keeps >= 0.95."""
     from solrl.toyworld.gold import gold_score
 
@@ -241,7 +241,7 @@ def test_real_collapsed_samples_fail_the_gold_check(run):
 
 @pytest.mark.parametrize("preset", ["toy_nft", "toy_diffusionnft", "toy_naive_scaling", "toy_naive_quant", "toy_sol_rl"])
 def test_the_toy_presets_train_on_a_reward_that_meets_the_adversarial_bar(preset):
-    """Issue 17's bar, asked of the reward each toy preset trains on (built as the trainer builds it):
+    """The adversarial bar, asked of the reward each toy preset trains on (built as the trainer builds it):
     ground truth >= 0.95, every degenerate kind's mean under half of it, no degenerate image strict-correct."""
     from solrl.config import load_config
     from solrl.rewards import build_reward

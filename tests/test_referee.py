@@ -1,4 +1,4 @@
-"""The shipped referee (solrl/toyworld/referee.py) against issue 33's targets: renders and benign changes of
+"""The shipped referee (solrl/toyworld/referee.py) against its targets: renders and benign changes of
 them read correct, and no adversarial or near-miss image does. The held-out adversarial kinds come from
 tests/test_gold.py and were never shown to it; the near-miss kinds below are changes it was trained to see
 (a relation reversed, a colour or shape swapped, an object too few), drawn here with fresh seeds."""

@@ -114,7 +114,7 @@ class _SlowMetric(Reward):
 
 
 def test_metric_only_reward_work_is_timed_apart_from_the_rollout_and_the_reward(policy):
-    """Issue 33: a referee's seconds are not rollout or reward seconds, so the families' rollout figures
+    """A referee's seconds are not rollout or reward seconds, so the families' rollout figures
     measure the rollout. Two explore batches (12 seeds, batch 5 -> 3 calls) and one regeneration call."""
     engine = ExploreEngine(policy, "bf16")
     seconds = run_rollout(policy, _SlowMetric(), PROMPTS, list(range(12)), _spec("sol_rl"), engine).seconds

@@ -296,7 +296,7 @@ def test_eval_of_a_run_scores_its_trained_lora_as_the_trainer_did(tiny_toy_dir, 
 
 def test_eval_of_a_run_evaluates_what_the_trainer_evaluated(tiny_toy_dir, tmp_path):
     """With eval.ema the trainer evaluates the EMA of the LoRA: `solrl eval --run` does so too by default and
-    says which weights it used; `--weights live` takes the trained adapter itself (issue 33)."""
+    says which weights it used; `--weights live` takes the trained adapter itself."""
     from solrl.cli import main
 
     run = tmp_path / "run"

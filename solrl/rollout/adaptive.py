@@ -15,8 +15,8 @@ contrast, select every seed it explored, paying for exploring and regenerating w
   it stops too soon: a prompt with a success and a failure among 2K seeds selects K of 2K, a weaker group
   than K of N, and the runs learned less per iteration than fixed N;
 - `spread`: max - min of the proxy rewards >= rollout.adaptive_min_spread, for rewards without a strict part.
-  With a continuous reward a group of all-wrong images still has spread (issue 36: no group had zero spread
-  under geneval_gold), so the spread alone stops at once on exactly the prompts where exploring pays. The
+  With a continuous reward a group of all-wrong images still has spread (measured on the toy world: no group had
+  zero spread under geneval_gold), so the spread alone stops at once on exactly the prompts where exploring pays. The
   threshold is in the reward's units; `solrl probe`'s proxy_spread gives its scale (under toy_preference
   each of 32 hard-split prompts spreads more than 1.0 across the base's first 24 seeds, so there the default 0.1
   is fixed N = 2K: docs/where-exploration-pays.md).
