@@ -75,7 +75,18 @@ def test_help_lists_every_verb(capsys):
         main(["--help"])
     assert exit_.value.code == 0
     listed = capsys.readouterr().out.split("{", 1)[1].split("}", 1)[0].split(",")  # usage: solrl [-h] {a,b,...}
-    assert listed == VERBS_OF_2026_12_07
+    assert [verb for verb in listed if verb in VERBS_OF_2026_12_07] == VERBS_OF_2026_12_07  # all there, in order
+    assert "docs" in listed
+
+
+def test_docs_verb_checks_the_generated_pages_and_writes_nothing(monkeypatch, capsys):
+    from solrl.reporting import tables
+
+    assert main(["docs", "--check"]) == 0  # the committed pages are what the generator makes
+    page = tables.ROOT / "docs" / "no-such-generated-page.md"
+    monkeypatch.setattr(tables, "generated", lambda *a: {page: "text\n"})
+    assert main(["docs", "--check"]) == 1
+    assert "stale: docs/no-such-generated-page.md" in capsys.readouterr().out and not page.exists()
 
 
 def test_overrides_after_options_are_overrides_and_anything_else_is_refused(capsys):

@@ -8,12 +8,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import (bench, check, convert_checkpoint, data, evaluate, export, pretrain_toy, pretrain_toy_autoencoder,
+from . import (bench, check, convert_checkpoint, data, docs, evaluate, export, pretrain_toy, pretrain_toy_autoencoder,
                pretrain_toy_referee, probe, report, sample, toy_split, train, widen_toy)
 
 # in the order `solrl --help` lists the verbs
 VERB_MODULES = (sample, evaluate, train, check, export, data, probe, bench, report, convert_checkpoint, pretrain_toy,
-                widen_toy, toy_split, pretrain_toy_autoencoder, pretrain_toy_referee)
+                widen_toy, toy_split, pretrain_toy_autoencoder, pretrain_toy_referee, docs)
 
 
 def build_parser() -> argparse.ArgumentParser:
