@@ -1,5 +1,5 @@
 """The generated parts of the docs: the configuration reference and the summary tables match what
-`python -m solrl.reporting.tables` makes now, and the generator does what it says."""
+`solrl docs` makes now, and the generator does what it says."""
 import dataclasses
 import typing
 
@@ -13,7 +13,7 @@ from solrl.reporting.doc_tables import TABLES, markdown
 
 def test_no_committed_page_differs_from_what_the_generator_makes():
     stale = tables.stale_pages()
-    assert not stale, f"stale: {[str(p) for p in stale]}; run python -m solrl.reporting.tables"
+    assert not stale, f"stale: {[str(p) for p in stale]}; run solrl docs"
 
 
 def test_every_config_field_has_help_and_the_reference_lists_every_key():

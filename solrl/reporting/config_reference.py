@@ -17,7 +17,7 @@ from .. import config as config_module
 from ..config import Config
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
-COMMAND = "python -m solrl.reporting.tables"
+COMMAND = "solrl docs"
 
 
 def field_comments(source: str) -> dict[tuple[str, str], str]:

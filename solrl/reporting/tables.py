@@ -2,8 +2,8 @@
 region between `<!-- table:NAME -->` and `<!-- /table -->`, filled from the files under results/ by the
 builder of that name in doc_tables.py) and the whole of docs/configuration.md (config_reference.py).
 
-    python -m solrl.reporting.tables           # rewrite what is stale
-    python -m solrl.reporting.tables --check   # list what is stale, exit 1 (the tests call this)
+    solrl docs            # rewrite what is stale (the same as python -m solrl.reporting.tables)
+    solrl docs --check    # list what is stale, exit 1 (the tests call the same check)
 """
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     stale = [p for p, text in pending.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
     for page in stale:
         if args.check:
-            print(f"stale: {page.relative_to(ROOT)} (run python -m solrl.reporting.tables)")
+            print(f"stale: {page.relative_to(ROOT)} (run solrl docs)")
         else:
             page.write_text(pending[page], encoding="utf-8")
             print(f"wrote {page.relative_to(ROOT)}")
