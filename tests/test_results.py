@@ -50,3 +50,12 @@ def test_a_good_file_loads_with_its_path_and_its_values_by_group(tmp_path):
     path.write_text(json.dumps({**GOOD, "figure": "missing.png"}))
     with pytest.raises(ResultError, match="not beside it"):
         load_result(path)
+
+
+def test_mean_interval_is_the_student_t_half_width_worked_by_hand():
+    from solrl.reporting.results import mean_interval
+
+    # 0.9, 0.8, 1.0: mean 0.9, sd 0.1, t(0.975, 2 df) = 4.302653 -> 4.302653 * 0.1 / sqrt(3) = 0.248414
+    mean, half = mean_interval([0.9, 0.8, 1.0])
+    assert mean == pytest.approx(0.9) and half == pytest.approx(0.248414, abs=1e-6)
+    assert mean_interval([0.5])[0] == 0.5 and mean_interval([0.5])[1] != mean_interval([0.5])[1]  # nan for one value

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import inspect
 import io
 import tokenize
@@ -74,9 +75,17 @@ def default_text(value) -> str:
     return str(value)
 
 
+@functools.lru_cache(maxsize=1)
+def _config_source_notes() -> tuple[dict, dict]:
+    """(field comments, class docstrings) of solrl/config.py, read once."""
+    source = inspect.getsource(config_module)
+    docs = {node.name: ast.get_docstring(node) or "" for node in ast.parse(source).body if isinstance(node, ast.ClassDef)}
+    return field_comments(source), docs
+
+
 def reference_rows(cls=Config, instance=None, prefix: str = "", comments=None) -> list[dict]:
     """One row per setting: key, type, default, help; a nested section's rows follow its own row."""
-    comments = comments if comments is not None else field_comments(inspect.getsource(config_module))
+    comments = comments if comments is not None else _config_source_notes()[0]
     instance = instance if instance is not None else cls()
     hints = typing.get_type_hints(cls)
     rows = []
@@ -84,7 +93,7 @@ def reference_rows(cls=Config, instance=None, prefix: str = "", comments=None) -
         key, hint, value = prefix + f.name, hints[f.name], getattr(instance, f.name)
         help_text = comments.get((cls.__name__, f.name), "")
         if dataclasses.is_dataclass(hint):
-            own_doc = ast.get_docstring(ast.parse(inspect.getsource(hint)).body[0])  # not dataclass's made-up signature
+            own_doc = _config_source_notes()[1].get(hint.__name__)  # the class's own docstring, not dataclass's made-up one
             rows.append({"key": key, "section": True, "help": own_doc or help_text})
             rows.extend(reference_rows(hint, value, key + ".", comments))
         else:
