@@ -173,3 +173,131 @@ def test_a_hanging_reward_is_given_up_after_the_timeout(policy, tiny_toy_dir, tm
     else:
         assert trainer.run_iteration(0) is None and trainer.state.skipped_in_a_row == 1
     assert time.time() - start < 20  # the reward sleeps 30 s: the trainer did not wait for it
+
+
+# ----------------------------------------------------------------------------- remote judges
+
+class _Judge:
+    """An OpenAI-compatible chat endpoint on a loopback port that answers each request as `script` says:
+    an HTTP status, "html" (a web page), "empty" (JSON without choices), or "ok"."""
+
+    def __init__(self, script):
+        import http.server
+        import threading
+
+        judge = self
+        self.script, self.requests = list(script), []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                judge.requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                action = judge.script.pop(0) if judge.script else "ok"
+                body = {"ok": json.dumps({"choices": [{"message": {"content": "OK"}}]}), "empty": json.dumps({"error": None}),
+                        "html": "<html>\n<body>It works!</body>\n</html>"}.get(action, f"status {action}\nsee the log")
+                self.send_response(int(action) if action.isdigit() else 200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:   # bound, then closed: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+JUDGE_FAULTS = [
+    # (what the endpoint answers, fragments of the one-line error)
+    ("401", ["refused the request (HTTP Error 401", "check reward.options.api_key"]),
+    ("404", ["refused the request (HTTP Error 404", "ends in /v1", "reward.options.model"]),
+    ("400", ["refused the request (HTTP Error 400: Bad Request: status 400 see the log)", "server's log"]),
+    ("500", ["failed after 1 attempt (timeout 5s each): HTTP Error 500", "failing or overloaded"]),
+    ("html", ["answered with something other than JSON", "OpenAI-compatible API"]),
+    ("empty", ["answered without choices[0].message.content ({'error': None})", "OpenAI-compatible chat endpoint"]),
+]
+
+
+@pytest.mark.parametrize("answer, fragments", JUDGE_FAULTS, ids=[f[0] for f in JUDGE_FAULTS])
+def test_a_failing_judge_is_one_line_naming_the_endpoint_and_the_fix(answer, fragments):
+    from solrl.rewards import build_reward
+    from solrl.rewards.chat_client import ChatError
+
+    judge = _Judge([answer])
+    try:
+        with pytest.raises(ChatError) as info:
+            build_reward("vlm_ocr", base_url=judge.base_url, model="judge", timeout=5).check_endpoint()
+    finally:
+        judge.close()
+    message = str(info.value)
+    assert "\n" not in message and f"chat endpoint {judge.base_url}/chat/completions" in message
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+    assert isinstance(info.value, RewardFault)   # what the CLI prints as one line
+
+
+def test_the_probe_sends_one_short_request_and_says_what_answered():
+    from solrl.rewards import build_reward
+
+    judge = _Judge(["ok"])
+    try:
+        line = build_reward("vlm_ocr", base_url=judge.base_url, model="judge", api_key="k").check_endpoint()
+        multi = build_reward("multi", weights={"vlm_ocr": 1.0, "jpeg_compressibility": 0.1},
+                             vlm_ocr={"base_url": judge.base_url, "model": "judge"}).check_endpoint()
+    finally:
+        judge.close()
+    assert line == f"vlm_ocr: {judge.base_url} answered as model 'judge'" and multi == line
+    assert [r["max_tokens"] for r in judge.requests] == [1, 1] and judge.requests[0]["model"] == "judge"
+    assert build_reward("jpeg_compressibility").check_endpoint() is None   # nothing remote to try
+
+
+def test_an_unreachable_judge_stops_train_in_one_line_before_the_model_loads(tmp_path):
+    """The run as a user starts it, in its own process: nothing listens on the port; the error is the last
+    and only line of stderr, names the URL, and comes before the policy loads (a load would print MARK)."""
+    import subprocess
+    import sys
+
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    prompts = tmp_path / "ocr.txt"
+    prompts.write_text('a sign that says "open"\na mug with "cafe"\n')
+    script = ("import sys, solrl.training.trainer as t\n"
+              "real = t.load_policy\n"
+              "def load(*a, **k):\n    print('MARK: the model loaded', file=sys.stderr)\n    return real(*a, **k)\n"
+              "t.load_policy = load\n"
+              "from solrl.cli import main\n"
+              "sys.exit(main(sys.argv[1:]))\n")
+    run = subprocess.run([sys.executable, "-c", script, "train", "configs/toy_nft.yaml", "reward.name=vlm_ocr",
+                          f"reward.options.base_url={url}", "reward.options.model=judge", "reward.options.retries=1",
+                          f"train.prompts={prompts}", f"eval.split={prompts}", f"out_dir={tmp_path / 'run'}", "--quiet"],
+                         capture_output=True, text=True, timeout=120)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and len(lines) == 1, run.stderr
+    assert lines[0].startswith(f"solrl train: error: chat endpoint {url}/chat/completions failed after 1 attempt"), lines[0]
+    assert "is an OpenAI-compatible server running there?" in lines[0] and "Traceback" not in run.stderr + run.stdout
+
+
+def test_a_judge_that_fails_during_the_run_ends_it_in_one_line(tiny_toy_dir, tmp_path, capsys, monkeypatch):
+    """A judge that answered the probe and went down later (at an evaluation, which no fault policy skips):
+    the CLI prints its one line and returns 2."""
+    from solrl.rewards.chat_client import ChatError
+
+    def down(self):
+        raise ChatError("chat endpoint http://127.0.0.1:9/v1/chat/completions failed after 3 attempts: refused; start it")
+
+    monkeypatch.setattr(Trainer, "train", down)
+    args = ["train", "configs/toy_nft.yaml", f"model.path={tiny_toy_dir}", f"out_dir={tmp_path / 'run'}", "--quiet"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "solrl train: error: chat endpoint http://127.0.0.1:9/v1/chat/completions failed after 3 attempts: refused; start it"

@@ -32,6 +32,12 @@ class Reward:
         """A ValueError naming a prompt this reward cannot score; the trainer asks before it loads a model.
         Most rewards score any prompt."""
 
+    def check_endpoint(self) -> str | None:
+        """Try a remote judge once, before anything loads (`solrl train` before the model, `solrl check`): a
+        one-line error naming the endpoint and the fix when it cannot answer (a RewardFault, rewards/guard.py),
+        else a line saying what answered. None for a reward that runs here, with nothing remote to try."""
+        return None
+
     def __call__(self, images, prompts: list[str]) -> RewardResult:
         from ..images import to_float_nchw
 

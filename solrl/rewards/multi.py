@@ -26,6 +26,10 @@ class MultiReward(Reward):
         for reward in self.rewards.values():
             reward.check_prompts(prompts)
 
+    def check_endpoint(self) -> str | None:
+        answered = [line for line in (reward.check_endpoint() for reward in self.rewards.values()) if line]
+        return "; ".join(answered) or None
+
     def score(self, images, prompts):
         total = torch.zeros(images.shape[0])
         parts, metric_seconds = {}, 0.0

@@ -69,6 +69,14 @@ class VlmOcr(Reward):
     def check_prompts(self, prompts) -> None:
         check_ocr_prompts(prompts)
 
+    def check_endpoint(self) -> str:
+        """One short text-only request, no retries: an unreachable server, a wrong model name or key fails
+        here in one line (chat_client.ChatError) instead of in the first iteration."""
+        payload = {"model": self.model, "messages": [{"role": "user", "content": "Reply with OK."}],
+                   "temperature": 0, "max_tokens": 1}
+        chat_completion(self.base_url, payload, self.api_key, timeout=self.request["timeout"], retries=1)
+        return f"vlm_ocr: {self.base_url} answered as model {self.model!r}"
+
     def score(self, images, prompts):
         targets = [ocr_target(p) for p in prompts]  # fail before any request on a prompt without quotes
         with ThreadPoolExecutor(max_workers=max(1, self.workers)) as pool:

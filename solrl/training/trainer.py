@@ -61,6 +61,7 @@ class Trainer:
         reward = build_reward(cfg.reward.name, **reward_kwargs(cfg.reward))
         for prompts in (self.prompts, self.eval_prompts):  # a prompt the reward cannot score fails now, not mid-run
             reward.check_prompts(prompts)
+        reward.check_endpoint()  # a remote judge is tried once now: a down server fails before the model loads
         self.reward = guard_reward(reward, cfg.reward)
         # sharded rollouts must not end early on one rank: faults are collected and acted on afterwards
         self.rollout_reward = DeferredFaults(self.reward) if self.fsdp else self.reward
