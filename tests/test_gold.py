@@ -3,13 +3,18 @@ degenerate images never do.
 
 Degenerate kinds, each drawn for every held-out prompt it applies to: one giant object of the asked colour
 and shape, a canvas filled with the asked colour, a staircase block of it (the shape collapsed runs
-paint), palette noise, stripes, a blank canvas, the asked objects at a quarter of the world's size; and
-(the near misses) two objects side by side across the asked axis, a background tinted grey or pink or noisy,
-objects with a quarter of their pixels punched out, one object too many. `geneval` (verifier.py) pays
+paint), palette noise, stripes, a blank canvas, the asked objects at a quarter of the world's size; since
+2026-12-03 two objects side by side across the asked axis, a background tinted grey or pink or noisy,
+objects with a quarter of their pixels punched out, one object too many; since 2026-12-07 an object in a
+colour between two of the world's, and two objects fused into one blob. `geneval` (verifier.py) pays
 some of these well (a giant object about 0.5); the gold check must give none of them a pass, while >= 95%
 of ground-truth renders pass. This set is held out from the referee (referee.py): it tests it too."""
+import io
+
 import numpy as np
 import pytest
+from PIL import Image
+from scipy import ndimage
 
 from solrl.data import load_prompts
 from solrl.toyworld.gold import gold_check, world_likeness
@@ -128,15 +133,54 @@ def one_too_many(scene, rng):
     raise RuntimeError("no room for an extra object")
 
 
+def in_between_colour(scene, rng):
+    """The asked scene with its first object painted between its colour and another of the world's, 35-65% of
+    the way: orange for red and yellow, teal for green and blue; a person names neither colour."""
+    placed = layout_scene(scene, rng)
+    other = rng.choice([c for c in COLORS if c != scene.first.color])
+    t = rng.uniform(0.35, 0.65)
+    mix = tuple((1 - t) * np.array(COLORS[scene.first.color]) + t * np.array(COLORS[other]))
+    image = render_layout(placed[1:])
+    first = placed[0]
+    image[shape_mask(first.spec.shape, IMAGE_SIZE, IMAGE_SIZE, first.top, first.left, first.size, first.size)] = np.round(mix)
+    return image
+
+
+def _touch(a, b):
+    """Whether two boolean masks overlap or meet side to side."""
+    return bool((ndimage.binary_dilation(a, structure=ndimage.generate_binary_structure(2, 1)) & b).any())
+
+
+def fused(scene, rng):
+    """Two of the asked objects (the relation's pair, or two of a count) slid together until they touch, then
+    0-2 px further into each other: one blob. Count scenes of one object: None (not this kind)."""
+    if scene.second is None and scene.count == 1:
+        return None
+    placed = layout_scene(scene, rng)
+    a, b = placed[0], placed[1]
+    masks = lambda p: shape_mask(p.spec.shape, IMAGE_SIZE, IMAGE_SIZE, p.top, p.left, p.size, p.size)  # noqa: E731
+    dy, dx = (a.top + a.size / 2) - (b.top + b.size / 2), (a.left + a.size / 2) - (b.left + b.size / 2)
+    step = 0.5 / max(abs(dy), abs(dx))
+    for k in range(1, int(2 / step) + 1):
+        moved = Placed(b.spec, b.top + k * step * dy, b.left + k * step * dx, b.size)
+        if _touch(masks(a), masks(moved)):
+            extra = rng.uniform(0, 2) * step * 2
+            moved = Placed(b.spec, moved.top + extra * dy, moved.left + extra * dx, b.size)
+            return render_layout([a, *placed[2:], moved])   # the moved object drawn last, over the other
+    raise RuntimeError("the objects never met")
+
+
 # the held-out adversarial set: the scoring rules are tested on it, and the referee never sees it
 KINDS = [giant, filled, staircase, noise, stripes, blank, tiny_objects, side_by_side, tinted_grey, tinted_pink,
-         noisy_background, punched_out, one_too_many]
+         noisy_background, punched_out, one_too_many, in_between_colour, fused]
 
 
-# the means measured on 2026-12-03 (seed 4, 89 held-out prompts; side_by_side on the 80 relation prompts)
+# the means measured on 2026-12-07 with the blob rules (seed 4, 89 held-out prompts; side_by_side on the 80
+# relation prompts, fused on the 88 with two objects or more)
 MEASURED_GOLD_SCORE = {"giant": 0.0, "filled": 0.0, "staircase": 0.0, "noise": 0.0, "stripes": 0.0, "blank": 0.0,
                        "tiny_objects": 0.0, "side_by_side": 0.0, "tinted_grey": 0.0, "tinted_pink": 0.0,
-                       "noisy_background": 0.0, "punched_out": 0.149, "one_too_many": 0.275}
+                       "noisy_background": 0.0, "punched_out": 0.152, "one_too_many": 0.291,
+                       "in_between_colour": 0.228, "fused": 0.006}
 
 
 def antialiased(layout, rng):
@@ -156,6 +200,25 @@ def colour_jitter(layout, rng):
 
 
 BENIGN = [antialiased, shifted, colour_jitter]
+
+LIGHT_NOISE_STD = 4.0   # per channel, of 255: the canvas stays visibly white (largest step 3 sigma = 12)
+JPEG_QUALITY = 75       # PIL's default quality, with its default 4:2:0 chroma subsampling
+
+
+def jpeg_75(layout, rng):
+    """The render through lossy JPEG compression at quality 75 and back."""
+    buffer = io.BytesIO()
+    Image.fromarray(render_layout(layout)).save(buffer, format="JPEG", quality=JPEG_QUALITY)
+    return np.asarray(Image.open(buffer).convert("RGB"))
+
+
+def light_noise(layout, rng):
+    """Sensor-like Gaussian noise on every pixel."""
+    return np.clip(render_layout(layout) + rng.normal(0, LIGHT_NOISE_STD, (IMAGE_SIZE, IMAGE_SIZE, 3)), 0, 255).round().astype(np.uint8)
+
+
+# copies of a render a person calls the same image, which the rewards and the referee must keep >= 0.9 of
+LOSSY = [jpeg_75, light_noise]
 
 
 def kind_images(kind, prompts, rng):
@@ -188,6 +251,61 @@ def test_benign_changes_of_renders_keep_their_reward_and_pass(change):
     assert np.mean([gold_check(image, s).correct for image, s in zip(images, scenes)]) >= 0.95
 
 
+@pytest.mark.parametrize("change", LOSSY, ids=lambda k: k.__name__)
+def test_lossy_copies_of_renders_keep_their_reward_and_pass(change):
+    """JPEG at quality 75 and light pixel noise keep >= 0.9 of the renders' mean `geneval_gold` score and pass
+    >= 90% of the time (measured 2026-12-07: quality 75 keeps 0.974 of 0.999 and passes 98.0% of 356 renders;
+    before the blob rules 0.800 and 75.3%, the compression's bled colour splitting triangles' apexes off)."""
+    from solrl.toyworld.gold import gold_score
+
+    rng = np.random.default_rng(16)
+    scenes = [parse_prompt(p) for p in PROMPTS]
+    layouts = [layout_scene(s, rng) for s in scenes]
+    truth = np.mean([gold_score(render_layout(layout), s)[0] for layout, s in zip(layouts, scenes)])
+    images = [change(layout, rng) for layout in layouts]
+    assert np.mean([gold_score(image, s)[0] for image, s in zip(images, scenes)]) >= 0.9 * truth
+    assert np.mean([gold_check(image, s).correct for image, s in zip(images, scenes)]) >= 0.9
+
+
+def test_a_colour_between_two_of_the_worlds_is_none_of_them():
+    """One red square painted 0-100% of the way to yellow: the check names the colour while it is within 45
+    of red (the mix at 25% is 40 from it) and refuses it from 35% (56 from red; at 50%, orange, 80 from both);
+    from 75% the square reads as yellow (40 from it), a colour not asked for."""
+    scene = parse_prompt("one red square")
+    red, yellow = np.array(COLORS["red"], float), np.array(COLORS["yellow"], float)
+    verdicts = {}
+    for t in (0.0, 0.25, 0.35, 0.5, 0.65, 0.75):
+        image = blank_canvas()
+        image[10:20, 10:20] = np.round((1 - t) * red + t * yellow)
+        verdicts[t] = gold_check(image, scene)
+    assert verdicts[0.0].correct and verdicts[0.25].correct
+    for t in (0.35, 0.5, 0.65):
+        assert not verdicts[t].correct and "no colour of the world" in verdicts[t].reason, (t, verdicts[t].reason)
+    assert "colours not asked for" in verdicts[0.75].reason
+
+
+def test_fused_objects_are_one_object():
+    """A red square of 10 px and a blue one of 8 px, 2 px apart (the world's gap), are two objects; moved to
+    touch, they are one red blob fused with the blue square's 64 px; two touching red squares are one red
+    object where two were asked."""
+    from solrl.toyworld.gold import blobs
+
+    def pair(gap, colours):
+        image = blank_canvas()
+        image[11:21, 4:14] = COLORS[colours[0]]
+        image[12:20, 14 + gap:22 + gap] = COLORS[colours[1]]
+        return image
+
+    relation = parse_prompt("a red square to the left of a blue square")
+    assert gold_check(pair(2, ("red", "blue")), relation).correct and len(blobs(pair(2, ("red", "blue")))) == 2
+    (fused_blob,) = blobs(pair(0, ("red", "blue")))
+    assert (fused_blob.obj.color, fused_blob.foreign) == ("red", 64)
+    assert "fused with 64 px" in gold_check(pair(0, ("red", "blue")), relation).reason
+    two = parse_prompt("two red squares")
+    assert gold_check(pair(2, ("red", "red")), two).correct
+    assert "1 red object(s), asked 2" in gold_check(pair(0, ("red", "red")), two).reason
+
+
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.__name__)
 def test_no_degenerate_image_passes(kind):
     rng = np.random.default_rng(2)
@@ -208,8 +326,8 @@ def test_the_training_reward_is_gamed_where_the_gold_check_is_not():
 
 
 def test_the_gold_score_pays_degenerate_images_under_half_of_ground_truth():
-    """The adversarial target for a training reward: every degenerate kind's mean score below
-    half the ground truth's, while ground truth keeps >= 0.95."""
+    """The adversarial target for a training reward: every degenerate kind's mean score below half the
+    ground truth's, while ground truth keeps >= 0.95."""
     from solrl.toyworld.gold import gold_score
 
     rng = np.random.default_rng(4)
@@ -219,7 +337,7 @@ def test_the_gold_score_pays_degenerate_images_under_half_of_ground_truth():
         prompts, images = kind_images(kind, PROMPTS, rng)
         mean = np.mean([gold_score(image, parse_prompt(p))[0] for p, image in zip(prompts, images)])
         assert mean < truth / 2, (kind.__name__, mean)
-        # the bar is the issue's; this one is ours: near the measured means, so a regression shows
+        # the bar above is the target; this one is nearer: the measured means, so a regression shows
         assert mean <= MEASURED_GOLD_SCORE[kind.__name__] + 0.05, (kind.__name__, mean)
 
 
