@@ -33,8 +33,18 @@ def test_seal_matches_sha256sum_format_and_pruning_removes_both_files(tmp_path):
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["iter_000002.safetensors", "iter_000002.safetensors.sha256",
                      "iter_000003.safetensors", "iter_000003.safetensors.sha256"]
-    digest, name = seal_path(tmp_path / "iter_000003.safetensors").read_text().split()
-    assert name == "iter_000003.safetensors" and digest == ckpt.file_sha256(tmp_path / "iter_000003.safetensors")
+    import hashlib
+    import shutil
+    import subprocess
+
+    # the seal is sha256sum's line, "<hex digest>  <name>\n", with the digest hashlib computes of the file's bytes
+    seal = seal_path(tmp_path / "iter_000003.safetensors").read_text()
+    expected = hashlib.sha256((tmp_path / "iter_000003.safetensors").read_bytes()).hexdigest()
+    assert seal == f"{expected}  iter_000003.safetensors\n"
+    if shutil.which("sha256sum"):   # and the tool itself accepts it
+        check = subprocess.run(["sha256sum", "-c", seal_path(tmp_path / "iter_000003.safetensors").name], cwd=tmp_path,
+                               capture_output=True, text=True)
+        assert check.returncode == 0 and check.stdout.strip() == "iter_000003.safetensors: OK", check.stdout + check.stderr
     assert load_checkpoint(tmp_path)["iteration"] == 3
 
 

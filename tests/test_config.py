@@ -45,9 +45,36 @@ def test_yaml_preset_then_override(tmp_path):
     assert (cfg.sampling.steps, cfg.sampling.solver, cfg.seed) == (8, "dpm2", 3)
 
 
+def _leaves(mapping: dict, prefix: str = ""):
+    """(dotted key, value) of every value a YAML mapping writes; reward options and weights are values whole."""
+    for key, value in mapping.items():
+        if isinstance(value, dict) and key not in ("options", "weights"):
+            yield from _leaves(value, f"{prefix}{key}.")
+        else:
+            yield prefix + key, value
+
+
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
-def test_every_shipped_preset_loads(path):
-    load_config(path)
+def test_every_shipped_preset_loads_with_every_value_it_writes(path):
+    """Each value a preset writes reaches the loaded config under its own key, unchanged (none dropped,
+    moved or coerced into something else), and its reward exists and takes the options it is given."""
+    import yaml
+
+    from solrl.config import to_dict
+    from solrl.rewards import REWARDS
+    from solrl.rewards.base import check_reward_options
+    from solrl.rewards.guard import reward_kwargs
+
+    written = dict(_leaves(yaml.safe_load(path.read_text())))
+    cfg = load_config(path)
+    loaded = to_dict(cfg)
+    assert written, "a preset states something"
+    for key, value in written.items():
+        found = loaded
+        for part in key.split("."):
+            found = found[part]
+        assert found == value, (key, value, found)
+    check_reward_options(cfg.reward.name, REWARDS.get_or_raise(cfg.reward.name), reward_kwargs(cfg.reward))
 
 
 def test_renamed_train_keys_still_work_with_a_warning(caplog):

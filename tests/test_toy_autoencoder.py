@@ -54,7 +54,8 @@ def test_latent_pretraining_writes_a_model_the_trainer_runs_on(tmp_path):
     quiet = lambda *a: None
     ae_dir = pretrain_autoencoder(AutoencoderConfig(out=str(tmp_path / "ae"), steps=2, batch_size=4, width=16), log=quiet)
     info = json.loads((ae_dir / "training.json").read_text())
-    assert info["held_out"]["gold_renders"] >= 0.95 and 0 <= info["held_out"]["gold_reconstructions"] <= 1
+    # the renders pass; an autoencoder two steps old reconstructs nothing the gold check would pass
+    assert info["held_out"]["gold_renders"] >= 0.95 and info["held_out"]["gold_reconstructions"] == 0.0
     model_dir = pretrain_toy(PretrainConfig(out=str(tmp_path / "model"), steps=2, batch_size=4, snapshot_every=0,
                                             autoencoder=str(ae_dir)), log=quiet)
     assert (model_dir / AUTOENCODER_DIR / "autoencoder.safetensors").exists()
