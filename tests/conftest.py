@@ -26,6 +26,22 @@ _register_test_rewards()
 
 
 @pytest.fixture(scope="session")
+def pipeline_dirs(tmp_path_factory):
+    """Each diffusers family's tiny random pipeline, built and saved once per session (on first use)."""
+    from solrl.testing.random_pipelines import build_random_pipeline
+
+    built = {}
+
+    def get(family):
+        if family not in built:
+            built[family] = tmp_path_factory.mktemp(family)
+            build_random_pipeline(family, built[family])
+        return built[family]
+
+    return get
+
+
+@pytest.fixture(scope="session")
 def toy_policy():
     from solrl.models import load_policy
 

@@ -3,6 +3,13 @@
 Built on peft's adapter injection, so the same code serves the toy transformer and the diffusers
 transformers. peft's `set_adapter` also flips `requires_grad`; `use_adapter` puts it back, so the
 optimizer always owns exactly the `default` parameters.
+
+Both adapters are float32 whatever the base's dtype, as diffusers' training scripts keep them
+(`diffusers.training_utils.cast_training_params`) and as the Sol-RL reference's `get_peft_model` does:
+on a bf16 base an AdamW step of 3e-4 is below half a bf16 unit of most adapter weights and would round
+away. So the optimizer's moments, the evaluation EMA and `old` are float32 too. peft's LoRA layer casts
+its input to the adapter's dtype and its output back to the base layer's; under bf16 autocast the
+adapter's matmuls run in bf16 while its weights and gradients stay float32.
 """
 from __future__ import annotations
 
@@ -10,6 +17,7 @@ import contextlib
 import warnings
 
 import torch
+from diffusers.training_utils import cast_training_params
 from peft import LoraConfig, inject_adapter_in_model
 from peft.tuners.tuners_utils import BaseTunerLayer
 
@@ -45,7 +53,7 @@ def _tuner_layers(model):
 
 
 def add_policy_adapters(model: torch.nn.Module, config: LoraConfig) -> None:
-    """Inject `default` and `old`, with old = default at start (SPEC.md 1.7)."""
+    """Inject `default` and `old` in float32 (module docstring), with old = default at start (SPEC.md 1.7)."""
     model.requires_grad_(False)
     with warnings.catch_warnings():  # peft warns when a model gets a second adapter: here that is the design
         warnings.filterwarnings("ignore", message=".*multiple adapters.*", category=UserWarning)
@@ -53,6 +61,10 @@ def add_policy_adapters(model: torch.nn.Module, config: LoraConfig) -> None:
         inject_adapter_in_model(config, model, adapter_name=OLD)
     if not _tuner_layers(model):
         raise ValueError(f"LoRA target modules {config.target_modules} matched no layer of {type(model).__name__}")
+    for name in (TRAINED, OLD):  # cast_training_params casts the parameters that take gradients: both, for a moment
+        for p in adapter_params(model, name).values():
+            p.requires_grad_(True)
+    cast_training_params(model, torch.float32)
     copy_adapter(model, src=TRAINED, dst=OLD)
     use_adapter(model, TRAINED)
 

@@ -7,7 +7,10 @@ What is written, each part by its library's own writer:
 - diffusers: `pytorch_lora_weights.safetensors` through the family pipeline's `save_lora_weights`
   (keys `transformer.*`, rank/alpha in the file's metadata), for `pipe.load_lora_weights` and the
   model's `load_lora_adapter`.
-- `solrl_export.json`: how the files were made (trained rank and alpha, the folded scale, the base).
+- `solrl_export.json`: how the files were made (trained rank and alpha, the folded scale, the base, the dtype).
+
+The adapters train in float32 (models/lora.py), so the files are float32 unless `dtype` asks for
+another (e.g. bfloat16, half the size, each weight rounded to 8 significant bits).
 
 The LoRA scale alpha / r is folded into `lora_B` and alpha written as r. diffusers 0.42 reads the
 alpha metadata only when it is given a folder and a weight name; `load_lora_adapter(<file path>)`
@@ -37,15 +40,18 @@ CHECK_TOLERANCE = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1e-
 CHECK_PROMPTS = ("a red circle to the left of a blue square", "two green triangles")
 
 
-def folded_lora(model: torch.nn.Module, config: LoraConfig, name: str = TRAINED) -> tuple[dict[str, torch.Tensor], LoraConfig]:
-    """The adapter's weights with alpha / r folded into lora_B, and its config with alpha = r."""
+def folded_lora(model: torch.nn.Module, config: LoraConfig, name: str = TRAINED,
+                dtype: torch.dtype | None = None) -> tuple[dict[str, torch.Tensor], LoraConfig]:
+    """The adapter's weights with alpha / r folded into lora_B (then cast to `dtype`, None = as trained),
+    and its config with alpha = r."""
     if config.use_rslora or config.use_dora or config.rank_pattern or config.alpha_pattern:
         raise ValueError("export folds one scale alpha / r into lora_B; rsLoRA, DoRA and per-layer ranks are not supported")
     scale = config.lora_alpha / config.r
     state = {}
     for key, value in get_peft_model_state_dict(model, adapter_name=name).items():
         value = value.detach().to("cpu", copy=True).contiguous()
-        state[key] = value * scale if ".lora_B." in key else value
+        value = value * scale if ".lora_B." in key else value
+        state[key] = value if dtype is None else value.to(dtype)
     return state, dataclasses.replace(config, lora_alpha=config.r)
 
 
@@ -54,14 +60,16 @@ def _json_ready(config: LoraConfig) -> dict:
     return json.loads(json.dumps(plain, default=str))
 
 
-def export_lora(policy, config: LoraConfig, out_dir: str | Path, name: str = TRAINED, base_model: str | None = None) -> Path:
-    """Write `policy.transformer`'s adapter `name` in peft and diffusers formats (module docstring)."""
+def export_lora(policy, config: LoraConfig, out_dir: str | Path, name: str = TRAINED, base_model: str | None = None,
+                dtype: torch.dtype | None = None) -> Path:
+    """Write `policy.transformer`'s adapter `name` in peft and diffusers formats (module docstring), in
+    `dtype` (None: the adapter's own, float32)."""
     import diffusers
     from safetensors.torch import save_file
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    state, plain_config = folded_lora(policy.transformer, config, name)
+    state, plain_config = folded_lora(policy.transformer, config, name, dtype)
     plain_config.base_model_name_or_path = base_model
     plain_config.save_pretrained(str(out))
     save_file({PEFT_PREFIX + k: v for k, v in state.items()}, str(out / PEFT_WEIGHTS), metadata={"format": "pt"})
@@ -70,6 +78,7 @@ def export_lora(policy, config: LoraConfig, out_dir: str | Path, name: str = TRA
                                transformer_lora_adapter_metadata=_json_ready(plain_config))
     info = {"trained_rank": config.r, "trained_alpha": config.lora_alpha, "scale_folded_into_lora_B": config.lora_alpha / config.r,
             "written_alpha": plain_config.lora_alpha, "pipeline_class": policy.pipeline_class, "base_model": base_model,
+            "dtype": str(next(iter(state.values())).dtype).removeprefix("torch."),
             "files": {"peft": [PEFT_CONFIG, PEFT_WEIGHTS], "diffusers": DIFFUSERS_WEIGHTS}}
     (out / EXPORT_INFO).write_text(json.dumps(info, indent=2) + "\n")
     return out
@@ -128,9 +137,10 @@ def _relative(a: torch.Tensor, b: torch.Tensor) -> float:
 
 @torch.no_grad()
 def check_export(export_dir: str | Path, trained_policy, fresh_policy: Callable[[], object],
-                 prompts=CHECK_PROMPTS, name: str = TRAINED) -> ExportCheck:
+                 prompts=CHECK_PROMPTS, name: str = TRAINED, dtype: torch.dtype | None = None) -> ExportCheck:
     """Load the export into fresh base policies through every route the family has and compare the
-    velocity with `trained_policy`'s (adapter `name` active) on the same inputs."""
+    velocity with `trained_policy`'s (adapter `name` active) on the same inputs. The tolerance follows
+    the coarser of the model's dtype (a loader may hold the LoRA in it) and the export's `dtype`."""
     export_dir = Path(export_dir)
     x, t = _probe_inputs(trained_policy, list(prompts))
     cond = trained_policy.encode_prompts(list(prompts))
@@ -147,4 +157,5 @@ def check_export(export_dir: str | Path, trained_policy, fresh_policy: Callable[
         routes[route] = _relative(policy.velocity(x, t, cond), reference)
         del policy
         gc.collect()
-    return ExportCheck(base, routes, CHECK_TOLERANCE.get(reference.dtype, 1e-2))
+    dtypes = (getattr(trained_policy, "dtype", reference.dtype), dtype or torch.float32)
+    return ExportCheck(base, routes, max(CHECK_TOLERANCE.get(d, 1e-2) for d in dtypes))

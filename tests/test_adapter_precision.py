@@ -1,0 +1,88 @@
+"""The GPU presets load their base in bf16; the LoRA adapters, their optimizer state and the evaluation EMA
+stay float32 (solrl/models/lora.py), so an AdamW step of the presets' size is not lost to bf16 rounding.
+Checked on each GPU preset's model family, on its tiny random pipeline."""
+from pathlib import Path
+
+import pytest
+import torch
+
+from solrl.config import LoraSection, load_config
+from solrl.models import load_policy
+from solrl.models.lora import (
+    OLD,
+    TRAINED,
+    AdapterEMA,
+    adapter_params,
+    adapter_state,
+    add_configured_adapters,
+    load_adapter_state,
+)
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+GPU_FAMILIES = sorted({load_config(p).model.name for p in CONFIGS.glob("*.yaml") if not p.stem.startswith("toy")})
+OPTIONS = {"max_sequence_length": 48}
+PROMPTS = ["a red cat", "two blue squares on a long table"]
+
+
+def _adapted(family, path, dtype):
+    policy = load_policy(family, str(path), resolution=32, dtype=dtype, options=OPTIONS)
+    add_configured_adapters(policy, LoraSection(rank=4, alpha=8))  # the family's own targets, as the presets
+    return policy
+
+
+def _set_adapters(policy, values):
+    """Trained weights, not the initial B = 0: a step is lost to rounding only on a weight that is not 0."""
+    for name in (TRAINED, OLD):
+        load_adapter_state(policy.transformer, name, values)
+
+
+def _one_adamw_step(policy, autocast: bool):
+    """One optimizer step as the trainer takes it (AdamW over the `default` adapter, the presets' settings)."""
+    params = adapter_params(policy.transformer, TRAINED)
+    before = {k: p.detach().clone() for k, p in params.items()}
+    optimizer = torch.optim.AdamW(params.values(), lr=3e-4, betas=(0.9, 0.999), weight_decay=1e-4)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(2, *policy.sample_shape, generator=g)
+    target = torch.randn(2, *policy.sample_shape, generator=g)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        v = policy.velocity(x, torch.tensor([0.3, 0.8]), policy.encode_prompts(PROMPTS))
+    (v.float() - target).square().mean().backward()
+    optimizer.step()
+    changed = {k: p.detach() != before[k] for k, p in params.items()}
+    return optimizer, changed
+
+
+@pytest.mark.parametrize("family", GPU_FAMILIES)
+def test_a_bf16_base_trains_float32_adapters_and_loses_no_update(family, pipeline_dirs):
+    path = pipeline_dirs(family)
+    bf16, fp32 = _adapted(family, path, "bfloat16"), _adapted(family, path, "float32")
+    assert next(p for n, p in bf16.transformer.named_parameters() if "lora_" not in n).dtype == torch.bfloat16
+    g = torch.Generator().manual_seed(0)
+    values = {k: 0.2 * torch.randn(v.shape, generator=g) for k, v in adapter_state(fp32.transformer, TRAINED).items()}
+    for policy in (bf16, fp32):
+        _set_adapters(policy, values)
+    ema = AdapterEMA(bf16.transformer)
+    for name in (TRAINED, OLD):
+        assert {p.dtype for p in adapter_params(bf16.transformer, name).values()} == {torch.float32}, name
+    assert {v.dtype for v in ema.values.values()} == {torch.float32}
+
+    optimizer, changed = _one_adamw_step(bf16, autocast=True)   # the presets: bf16 base, bf16 autocast
+    _, changed_fp32 = _one_adamw_step(fp32, autocast=False)
+    moments = [s[k] for s in optimizer.state.values() for k in ("exp_avg", "exp_avg_sq")]
+    assert moments and {m.dtype for m in moments} == {torch.float32}
+    moved = sum(int(c.sum()) for c in changed_fp32.values())
+    total = sum(c.numel() for c in changed_fp32.values())
+    assert moved > 0.9 * total  # nearly every element moves in float32: the comparison below has something to lose
+    lost = {k: int((c & ~changed[k]).sum()) for k, c in changed_fp32.items()}
+    assert not any(lost.values()), {k: n for k, n in lost.items() if n}
+
+
+def test_checkpointed_adapters_stay_float32_and_bf16_ones_load(pipeline_dirs):
+    """A checkpoint holds the float32 adapter; one written before (bf16 adapters) still loads, upcast."""
+    policy = _adapted("sd3", pipeline_dirs("sd3"), "bfloat16")
+    state = adapter_state(policy.transformer, TRAINED)
+    assert {v.dtype for v in state.values()} == {torch.float32}
+    older = {k: (v + 0.5).to(torch.bfloat16) for k, v in state.items()}
+    load_adapter_state(policy.transformer, OLD, older)
+    for key, p in adapter_params(policy.transformer, OLD).items():
+        assert p.dtype == torch.float32 and torch.equal(p, older[key].float())
