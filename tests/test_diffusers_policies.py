@@ -33,22 +33,6 @@ class _Contrast(Reward):
         return RewardResult(images.std(dim=(1, 2, 3)))
 
 
-@pytest.fixture(scope="session")
-def pipeline_dirs(tmp_path_factory):
-    """Each family's tiny pipeline, built and saved once per session (on first use)."""
-    from solrl.testing.random_pipelines import build_random_pipeline
-
-    built = {}
-
-    def get(family):
-        if family not in built:
-            built[family] = tmp_path_factory.mktemp(family)
-            build_random_pipeline(family, built[family])
-        return built[family]
-
-    return get
-
-
 def _policy(family, path):
     return load_policy(family, str(path), resolution=RESOLUTION[family], options=OPTIONS)
 
@@ -63,6 +47,7 @@ def _pipeline_kwargs(policy):
         kwargs["guidance_scale"] = 1.0   # CFG off
     if policy.family == "sana":
         kwargs["use_resolution_binning"] = False
+        kwargs["complex_human_instruction"] = None  # solrl encodes as the Sol-RL reference: the prompt alone
     return kwargs
 
 

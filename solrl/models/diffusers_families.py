@@ -4,11 +4,15 @@ Per family: how the pipeline's `encode_prompt` output maps onto PromptEmbeds, ho
 wants its input (timestep scale, token packing, extra ids), how sample space maps back to the VAE,
 which layers LoRA adapts, and which layers the explore engine keeps in full precision.
 
-Explore-engine skip rules, for every family: patch/text/time embedders and the final norm and
-projection (the first and last layers see the raw signal; Sol-RL keeps them in high precision),
-and the AdaLN modulation linears, which act on one vector per sample (M = batch size), so
-quantizing them would buy no speed while their error scales whole residual streams. The patterns
-are anchored: FLUX's single blocks each have a large `proj_out` that *is* quantized.
+Explore-engine skip rules (`quant_skip_patterns`, both explore_layers choices): patch/text/time
+embedders and the final norm (the first and last layers see the raw signal; Sol-RL keeps them in high
+precision). SD3, SANA and Qwen-Image also keep the final projection and the AdaLN modulation linears,
+which act on one vector per sample (M = batch size), so quantizing them buys little speed while their
+error scales whole residual streams; SD3's reference keeps those too (by name and by its size floor).
+FLUX.1 keeps exactly what its reference keeps (NVlabs/Sana `train_scripts/sol_rl/train_flux1.py`:
+x_embedder, context_embedder, time_text_embed, norm_out): its AdaLN linears and the final `proj_out`
+are quantized there, 495 of FLUX.1-dev's 504 linears. The patterns are anchored: FLUX's single blocks
+each have a large `proj_out` too.
 """
 from __future__ import annotations
 
@@ -44,8 +48,9 @@ class SD3Policy(DiffusersPolicy):
     quant_skip_patterns = (r"^pos_embed\.", r"^time_text_embed\.", r"^context_embedder$", r"^norm_out\.",
                            r"^proj_out$", r"\.norm1(_context)?\.linear$")
     explore_keep = SD3_EXPLORE_KEEP
-    default_max_sequence_length = 256
+    default_max_sequence_length = 256        # the pipeline's; the Sol-RL presets encode at 128, as their reference
     max_shift_default = 1.16
+    vae_dtype = torch.float32                # the references decode SD3's latents in float32
 
     def _encode_one(self, prompt):
         states, _, pooled, _ = self.pipe.encode_prompt(prompt, None, None, device=self.device, do_classifier_free_guidance=False,
@@ -71,10 +76,11 @@ class FluxPolicy(DiffusersPolicy):
     default_hub_id = "black-forest-labs/FLUX.1-dev"
     text_components = ("text_encoder", "text_encoder_2")
     lora_target_modules = ("to_q", "to_k", "to_v", "to_out.0")  # the Sol-RL reference's FLUX targets
-    quant_skip_patterns = (r"^x_embedder$", r"^context_embedder$", r"^time_text_embed\.", r"^norm_out\.", r"^proj_out$",
-                           r"\.norm1(_context)?\.linear$", r"^single_transformer_blocks\.\d+\.norm\.linear$")
+    # the reference's nvfp4_skip_modules for FLUX.1 (module docstring); its AdaLN and output linears are quantized
+    quant_skip_patterns = (r"^x_embedder$", r"^context_embedder$", r"^time_text_embed\.", r"^norm_out\.")
     explore_keep = ExploreKeep((), 1000)  # Sol-RL's FLUX config: only layers at most 1000 wide (none in FLUX.1)
-    default_max_sequence_length = 512
+    default_max_sequence_length = 512        # the pipeline's; the Sol-RL presets encode at 128, as their reference
+    vae_dtype = torch.float32                # the Sol-RL reference decodes FLUX.1's latents in float32
     packed = True
     extra_options = ("embedded_guidance",)
 
@@ -107,7 +113,12 @@ class FluxPolicy(DiffusersPolicy):
 
 
 class SanaPolicy(DiffusersPolicy):
-    """SANA: Gemma-2 states behind the pipeline's complex human instruction, masked padding, DC-AE latents."""
+    """SANA: Gemma-2 states of the prompt alone, masked padding, DC-AE latents.
+
+    The pipeline's __call__ prepends a "complex human instruction" to every prompt; its `encode_prompt`,
+    which the Sol-RL reference calls (NVlabs/Sana `train_scripts/sol_rl/train_sana.py`, 300 tokens), does
+    not. solrl encodes as the reference unless `model.options.complex_human_instruction` asks: true for
+    the pipeline's own instruction, or a list of lines."""
 
     family = "sana"
     pipeline_class = "SanaPipeline"
@@ -123,7 +134,12 @@ class SanaPolicy(DiffusersPolicy):
 
     def __init__(self, pipe, **kwargs):
         super().__init__(pipe, **kwargs)
-        self.instruction = self.options.get("complex_human_instruction", _call_default(pipe, "complex_human_instruction"))
+        asked = self.options.get("complex_human_instruction")
+        if asked is True:
+            asked = _call_default(pipe, "complex_human_instruction")
+        elif isinstance(asked, str):
+            asked = [asked]
+        self.instruction = list(asked) if asked else None
 
     def _encode_one(self, prompt):
         states, mask, _, _ = self.pipe.encode_prompt(prompt, do_classifier_free_guidance=False, device=self.device,

@@ -77,10 +77,11 @@ class DiffusersPolicy:
     extra_options: tuple[str, ...] = ()      # family-specific keys of model.options
     prompt_tokenizer = "tokenizer"           # the tokenizer that max_sequence_length limits
     decode_batch_size = 4                    # VAE decodes are memory-hungry at 1024 px
+    vae_dtype: torch.dtype | None = None     # the VAE's dtype when its reference decodes in another (None: model.dtype)
 
     def __init__(self, pipe, device: str = "cpu", resolution: int | None = None, shift: float | None = None,
                  offload: bool = False, **options):
-        valid = ("max_sequence_length", "cache_size", *self.extra_options)
+        valid = ("max_sequence_length", "cache_size", "truncate_prompts", *self.extra_options)
         unknown = sorted(set(options) - set(valid))
         if unknown:
             raise ValueError(f"{self.family}: unknown model.options {unknown}; valid: {', '.join(valid)}")
@@ -90,6 +91,8 @@ class DiffusersPolicy:
         self.offload = offload and self.device.type != "cpu"
         self.options = options
         self.max_sequence_length = int(options.get("max_sequence_length", self.default_max_sequence_length))
+        # the references cut longer prompts silently; solrl refuses them unless asked to cut (max_prompt_tokens)
+        self.truncate_prompts = bool(options.get("truncate_prompts", False))
         self.dtype = self.transformer.dtype
         scale = pipe.vae_scale_factor
         native = (getattr(pipe, "default_sample_size", None) or self.transformer.config.sample_size) * scale
@@ -108,6 +111,8 @@ class DiffusersPolicy:
         self._cache: collections.OrderedDict[str, PromptEmbeds] = collections.OrderedDict()
         self._cache_size = int(options.get("cache_size", 1024))
         self.transformer.to(self.device)
+        if self.vae_dtype is not None:
+            pipe.vae.to(dtype=self.vae_dtype)
         for module in self._helpers():
             module.to("cpu" if self.offload else self.device)
 
@@ -195,7 +200,11 @@ class DiffusersPolicy:
 
     @property
     def max_prompt_tokens(self) -> int | None:
-        """The long-context encoder's limit (the CLIP encoders' 77 tokens are cut by design in every pipeline)."""
+        """The long-context encoder's limit, which prompts are checked against before training (the CLIP
+        encoders' 77 tokens are cut by design in every pipeline); None with `truncate_prompts`: the
+        pipeline cuts longer prompts at max_sequence_length, as the references do."""
+        if self.truncate_prompts:
+            return None
         return self.max_sequence_length if getattr(self.pipe, self.prompt_tokenizer, None) is not None else None
 
     def count_prompt_tokens(self, prompts: list[str]) -> list[int]:
