@@ -63,7 +63,7 @@ class ModelConfig:
     gradient_checkpointing: bool = False  # recompute transformer activations in the backward pass
     offload: bool = False            # text encoders and VAE stay on the CPU, visiting `device` only while used
     vae_tiling: bool = False         # decode in tiles (large images on small GPUs)
-    options: dict[str, typing.Any] = field(default_factory=dict)  # family extras: max_sequence_length, embedded_guidance
+    options: dict[str, typing.Any] = field(default_factory=dict)  # family extras: max_sequence_length, truncate_prompts, embedded_guidance (flux), complex_human_instruction (sana)
     compile: CompileScope | bool = "auto"  # torch.compile the policy (rollouts, regeneration, training): solrl/models/compile.py
 
     def __post_init__(self):
@@ -158,7 +158,9 @@ class TrainConfig:
     weight_decay: float = 1e-4       # AdamW weight decay
     grad_clip: float = 1.0           # max grad norm; a non-finite norm skips the step
     micro_batch: int = 32            # (sample, timestep) pairs per forward/backward
-    updates_per_iteration: int = 1   # optimizer steps per rollout batch; update u trains the timestep slots j with j % U == u
+    # optimizer steps per rollout batch, as the references take them: each prompt group's samples, shuffled, are cut
+    # into this many shares; update u trains share u at all its timestep slots; `old` is refreshed after the last
+    updates_per_iteration: int = 1
     timestep_fraction: float = 0.5   # share of the rollout's timesteps trained per sample (nft, awm)
     adv_clip_max: float = 5.0        # C: advantage clip and loss scale
     global_std: bool = True          # normalise advantages by the batch std (else per group)

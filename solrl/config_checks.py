@@ -4,7 +4,6 @@ built (config.py), which runs these once when a config is loaded (`check_config`
 a Config built in code. Pure functions of a `solrl.config.Config`; this module imports nothing of config.py."""
 from __future__ import annotations
 
-from .algorithms.timesteps import num_train_slots
 
 POLICY_GRADIENT = ("flow_grpo", "flow_grpo_fast", "dance_grpo")  # the on-policy SDE objectives (train.algorithm)
 
@@ -23,6 +22,9 @@ def _range_errors(cfg) -> list[str]:
         (t.keep_checkpoints >= 1, f"train.keep_checkpoints must be >= 1 (a run must be resumable); got {t.keep_checkpoints}"),
         (t.micro_batch >= 1, f"train.micro_batch must be >= 1; got {t.micro_batch}"),
         (t.updates_per_iteration >= 1, f"train.updates_per_iteration must be >= 1; got {t.updates_per_iteration}"),
+        (t.updates_per_iteration <= t.group_size,
+         f"train.updates_per_iteration={t.updates_per_iteration} is more than the {t.group_size} samples of a prompt group "
+         "(train.group_size); each update trains a share of every group: lower it or raise train.group_size"),
         (t.old_policy_update_interval >= 1, f"train.old_policy_update_interval must be >= 1; got {t.old_policy_update_interval}"),
         (t.adv_clip_max > 0, f"train.adv_clip_max must be > 0; got {t.adv_clip_max}"),
         (s.steps >= 1, f"sampling.steps must be >= 1; got {s.steps}"),
@@ -51,11 +53,6 @@ def _range_errors(cfg) -> list[str]:
 def _clean_sample_errors(cfg) -> list[str]:
     """nft and awm: each update needs at least one of the timestep slots a sample trains."""
     t, errors = cfg.train, []
-    slots = num_train_slots(cfg.sampling.steps, t.timestep_fraction)
-    if t.updates_per_iteration > slots:
-        errors.append(f"train.updates_per_iteration={t.updates_per_iteration} is more than the {slots} timestep slots "
-                      f"each sample trains on ({cfg.sampling.steps} steps x train.timestep_fraction {t.timestep_fraction}); "
-                      "lower it or raise train.timestep_fraction")
     if t.algorithm == "nft" and not t.nft.beta > 0:
         errors.append(f"train.nft.beta must be > 0; got {t.nft.beta}")
     if t.algorithm == "awm" and (t.awm.old_kl_coef < 0 or t.awm.ref_kl_coef < 0):

@@ -215,13 +215,14 @@ def _gradients_of_iteration_zero(tiny_toy_dir, out, updates):
     return grads
 
 
-def test_updates_per_iteration_split_one_gradient_by_timestep_slot(tiny_toy_dir, tmp_path):
+def test_updates_per_iteration_split_one_gradient_by_sample_share(tiny_toy_dir, tmp_path):
     (whole,) = _gradients_of_iteration_zero(tiny_toy_dir, tmp_path / "one", 1)
     first, second = _gradients_of_iteration_zero(tiny_toy_dir, tmp_path / "two", 2)
-    # 3 rollout steps x timestep_fraction 0.67 = 2 slots per sample, one per update: the whole is their mean
+    # each group's 3 samples, shuffled, are cut into shares of 2 and 1, each trained at both slots; an update's
+    # gradient is the mean over its (sample, slot) pairs (4 x 2 and 2 x 2): the whole is their weighted mean
     for g, a, b in zip(whole, first, second):
-        torch.testing.assert_close(g, (a + b) / 2, rtol=1e-4, atol=1e-8)
-    assert max(float((a - b).abs().max()) for a, b in zip(first, second)) > 1e-6  # the two halves differ
+        torch.testing.assert_close(g, (2 * a + b) / 3, rtol=1e-4, atol=1e-8)
+    assert max(float((a - b).abs().max()) for a, b in zip(first, second)) > 1e-6  # the two shares differ
 
 
 def test_updates_per_iteration_step_refresh_and_resume_exactly(tiny_toy_dir, tmp_path):
@@ -235,9 +236,28 @@ def test_updates_per_iteration_step_refresh_and_resume_exactly(tiny_toy_dir, tmp
         for name, value in a[key].items():
             assert torch.equal(value, b[key][name]), (key, name)
     train = [json.loads(l) for l in (tmp_path / "straight" / "train.jsonl").read_text().splitlines()]
-    # the old adapter is refreshed after every optimizer step: linear_to_0_5 decay = 0.001 x step
+    # the old adapter is refreshed once per iteration, after its last step: linear_to_0_5 decay = 0.001 x step
     assert [r["old_decay"] for r in train] == pytest.approx([0.002, 0.004])
     assert [r["trained_pairs"] for r in train] == [2 * 3 * 2] * 2  # 2 prompts x K 3 x 2 slots, all trained once
+
+
+def test_old_stays_fixed_until_the_iterations_last_update(tiny_toy_dir, tmp_path):
+    """As the references' inner epoch: both updates see the same `old`, refreshed once afterwards."""
+    trainer = Trainer(_cfg(tiny_toy_dir, tmp_path / "run", "train.updates_per_iteration=2"), quiet=True)
+    old_start = {k: v.detach().clone() for k, v in adapter_params(trainer.model, OLD).items()}
+    seen = []
+    accumulate = trainer.objective.accumulate
+
+    def recording(ctx, *args, **kwargs):
+        seen.append({k: v.detach().clone() for k, v in adapter_params(trainer.model, OLD).items()})
+        return accumulate(ctx, *args, **kwargs)
+
+    trainer.objective.accumulate = recording
+    trainer.run_iteration(0)
+    assert len(seen) == 2 and all(torch.equal(s[k], v) for s in seen for k, v in old_start.items())
+    for key, p in adapter_params(trainer.model, OLD).items():  # decay 0.002 at step 2, towards the stepped weights
+        expected = 0.002 * old_start[key] + 0.998 * adapter_params(trainer.model, TRAINED)[key]
+        torch.testing.assert_close(p, expected)
 
 
 def test_eval_ema_follows_the_references_warmup_and_is_what_evaluation_sees(tiny_toy_dir, tmp_path):

@@ -1,7 +1,8 @@
 """The update half of an iteration: optimizer steps on a rollout batch, the evaluation EMA, the old-policy refresh.
 
 The Trainer owns the run (its state, optimizer, EMA) and hands them in; `Updater.step` runs
-`train.updates_per_iteration` optimizer steps and moves `state.optimizer_step` on with them.
+`train.updates_per_iteration` optimizer steps and moves `state.optimizer_step` on with them, then
+refreshes `old` once.
 """
 from __future__ import annotations
 
@@ -28,29 +29,24 @@ class Updater:
         self.world, self.fsdp = world, fsdp
 
     def step(self, context: UpdateContext, state, batch, advantages: torch.Tensor, iteration: int) -> dict:
-        """`train.updates_per_iteration` optimizer steps on this rollout batch, each followed by the
-        old-policy refresh when due; metrics are means over the updates."""
-        updates = self.cfg.train.updates_per_iteration
-        results = []
-        for u in range(updates):
-            step = self._update(context, state, batch, advantages, iteration, (u, updates))
-            # the old policy follows optimizer steps: a skipped one must not move it a second time
-            step["old_decay"], step["seconds_sync"] = (float("nan"), 0.0) if step["skipped_step"] else self._refresh_old(context, state)
-            results.append(step)
-        if updates == 1:
-            return results[0]
+        """`train.updates_per_iteration` optimizer steps on this rollout batch, each on its share of the
+        samples (objectives/base.py update_rows), `old` fixed until the last, as the references' inner
+        epoch; then the old-policy refresh when due. Metrics are means over the updates."""
+        updates, start = self.cfg.train.updates_per_iteration, state.optimizer_step
+        results = [self._update(context, state, batch, advantages, iteration, (u, updates)) for u in range(updates)]
+        decay, sync = self._refresh_old(context, state, start)
         merged = {k: sum(r[k] for r in results) / updates for k in results[0]}
-        merged["old_decay"] = results[-1]["old_decay"]
-        for key in ("skipped_step", "trained_pairs", "seconds_sync"):  # counts and costs add up
+        for key in ("skipped_step", "trained_pairs"):  # counts add up
             merged[key] = sum(r[key] for r in results)
         if "ratio_max_deviation" in merged:
             merged["ratio_max_deviation"] = max(r["ratio_max_deviation"] for r in results)
+        merged["old_decay"], merged["seconds_sync"] = decay, sync
         return merged
 
     def _update(self, context: UpdateContext, state, batch, advantages: torch.Tensor, iteration: int,
                 part: tuple[int, int]) -> dict:
         cfg = self.cfg.train
-        # every update of the iteration draws the same timestep slots and noise; `part` picks its slots
+        # every update of the iteration draws the same timestep slots, noise and order; `part` picks its samples
         gen = torch.Generator().manual_seed(derived_seed(self.cfg.seed, iteration, "train"))
         self.optimizer.zero_grad(set_to_none=True)
         sums, pairs = self.objective.accumulate(context, batch, advantages, gen, part) if batch is not None else ({}, 0)
@@ -73,10 +69,12 @@ class Updater:
         self.optimizer.zero_grad(set_to_none=True)
         return {**sums, "grad_norm": grad_norm, "skipped_step": skipped, "trained_pairs": pairs}
 
-    def _refresh_old(self, context: UpdateContext, state) -> tuple[float, float]:
-        """EMA of `old` towards `default` when due; then the explore engine follows. Returns (decay, sync seconds)."""
+    def _refresh_old(self, context: UpdateContext, state, start: int) -> tuple[float, float]:
+        """EMA of `old` towards `default` when the optimizer steps since `start` reached a multiple of
+        train.old_policy_update_interval (a skipped step does not count); then the explore engine follows.
+        Returns (decay, sync seconds)."""
         cfg = self.cfg.train
-        if state.optimizer_step == 0 or state.optimizer_step % cfg.old_policy_update_interval:
+        if state.optimizer_step // cfg.old_policy_update_interval == start // cfg.old_policy_update_interval:
             return float("nan"), 0.0
         schedule = cfg.old_policy_decay if cfg.old_policy_decay is not None else cfg.old_policy_decay_schedule
         decay = old_policy_decay(state.optimizer_step, schedule)

@@ -4,6 +4,11 @@ update on clean samples (timestep slots, training noise, micro-batches, the old 
 Every draw of an update is a function of the sample's position in the whole iteration batch
 (all ranks together), never of how the batch is split into ranks or micro-batches: so two
 processes with half the prompt groups each take exactly the step one process takes.
+
+Several optimizer steps per rollout (`train.updates_per_iteration` = U) are taken as the references
+take them (DiffusionNFT `scripts/train_nft_sd3.py`, Flow-GRPO, Sol-RL): the iteration's samples are
+shuffled and cut into U shares of micro-batches; update u accumulates the gradient of share u at every
+timestep slot its samples train, then steps. The trainer refreshes `old` once, after the last update.
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import torch
 
 from ...algorithms.timesteps import select_timesteps
 from ...models.lora import OLD, adapter, mixed_adapter_batch
+from ...parallel.distributed import World
 from ...registry import Registry
 from ...rollout.driver import RolloutBatch, RolloutSpec, run_rollout
 from ...seeding import derived_seed, seeded_normal
@@ -40,7 +46,7 @@ class Objective:
         return run_rollout(ctx.policy, ctx.reward, group_prompts, seeds, spec, ctx.engine, selection_rng)
 
     def accumulate(self, ctx: UpdateContext, batch: RolloutBatch, advantages, gen, part=(0, 1)) -> tuple[dict, int]:
-        """`part` = (u, U): update u of the U optimizer steps taken on this rollout batch."""
+        """`part` = (u, U): update u of the U optimizer steps taken on this rollout batch (module docstring)."""
         raise NotImplementedError
 
 
@@ -60,19 +66,37 @@ def sample_noise(shape, base: int, positions: torch.Tensor, slot: int) -> torch.
     return seeded_normal([derived_seed(base, position, f"noise:{slot}") for position in positions.tolist()], shape)
 
 
-def update_slots(num_slots: int, part: tuple[int, int]) -> list[int]:
-    """The timestep (or step) slots update `u` of `U` trains: every U-th, so each update sees every sample."""
+def update_rows(batch, part: tuple[int, int], gen: torch.Generator) -> tuple[torch.Tensor, int]:
+    """(this rank's rows that update u of U trains, how many samples it trains on all ranks together).
+
+    Each prompt group's samples are put in a random order (keys drawn by `gen` for the iteration's
+    whole batch, so every update of the iteration sees the same order and no split into ranks changes
+    it) and cut into U near-equal consecutive shares; update u trains share u of every group. Groups
+    stay whole on their rank, so with groups of one size every rank trains as many samples per update
+    (FSDP2 needs the same forwards on every rank). With U = 1: every row, in order, nothing drawn."""
     u, updates = part
-    if updates > num_slots:
-        raise ValueError(f"train.updates_per_iteration={updates} is more than the {num_slots} timestep slots each sample "
-                         "trains on; lower it, or raise train.timestep_fraction (or the steps) so each update gets a slot")
-    return list(range(u, num_slots, updates))
+    n = len(batch.seeds)
+    if updates == 1:
+        return torch.arange(n), batch.global_count
+    keys = torch.rand(batch.global_count, generator=gen)[batch.sample_offset:batch.sample_offset + n]
+    chosen = []
+    for g in batch.group_ids.unique():
+        members = (batch.group_ids == g).nonzero().flatten()
+        ordered = members[keys[members].argsort()]
+        share = torch.arange(len(ordered)) * updates // len(ordered)
+        chosen.append(ordered[share == u])
+    rows = torch.cat(chosen).sort().values if chosen else torch.zeros(0, dtype=torch.long)
+    return rows, sum(World.current().gather(rows.numel()))
 
 
-def chunk_weight(chunk: torch.Tensor, slots: int, batch) -> float:
+def micro_batches(rows: torch.Tensor, size: int) -> list[torch.Tensor]:
+    return [rows[s:s + size] for s in range(0, rows.numel(), size)]
+
+
+def chunk_weight(chunk: torch.Tensor, slots: int, trained: int) -> float:
     """Share of the whole update one micro-batch carries: losses are means over its samples, the
-    update is the mean over every (sample, slot) pair it trains, of all ranks."""
-    return chunk.numel() / (slots * batch.global_count)
+    update is the mean over every (sample, slot) pair it trains, of all ranks (`trained` samples)."""
+    return chunk.numel() / (slots * trained)
 
 
 def autocast_for(device: torch.device, enabled: bool) -> dict:
@@ -94,23 +118,22 @@ class NoisedChunk:
 def noised_chunks(ctx: UpdateContext, batch: RolloutBatch, gen, part=(0, 1)):
     """The (micro-batch, timestep slot) pieces an update on clean samples trains on (nft, awm):
     x_t = (1 - t) x0 + t eps at timesteps of the rollout grid, eps fresh per sample and slot.
-    Every update of an iteration draws the same slots and noise; `part` picks its share of the slots."""
+    Every update of an iteration draws the same slots, noise and order; `part` picks its share of the samples."""
     cfg = ctx.train
-    n = batch.samples.shape[0]
     t_sel = batch_slots(batch.train_timesteps, batch, cfg.timestep_fraction, gen)  # [n, k]
     base = int(torch.randint(0, 1 << 62, (1,), generator=gen))
+    rows, trained = update_rows(batch, part, gen)
     cond_all = ctx.policy.encode_prompts(batch.prompts)
     device = batch.samples.device
-    slots = update_slots(t_sel.shape[1], part)
-    for j in slots:
-        for s in range(0, n, cfg.micro_batch):
-            idx = torch.arange(s, min(s + cfg.micro_batch, n))
+    slots = t_sel.shape[1]
+    for j in range(slots):
+        for idx in micro_batches(rows, cfg.micro_batch):
             x0 = batch.samples[idx]
             t = t_sel[idx, j].to(device)
             eps = sample_noise(x0.shape[1:], base, idx + batch.sample_offset, j).to(device)
             tt = t.view(-1, 1, 1, 1)
             yield NoisedChunk(idx, x0, eps, t, (1 - tt) * x0 + tt * eps, cond_all.index(idx),
-                              chunk_weight(idx, len(slots), batch))
+                              chunk_weight(idx, slots, trained))
 
 
 def teacher_velocities(policy, xt, t, cond, old: bool, ref: bool, batched: bool = False):

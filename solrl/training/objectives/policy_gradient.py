@@ -19,7 +19,7 @@ from ...rollout.driver import run_rollout
 from ...rollout.dynamics import Dynamics
 from ...rollout.generation import padded_velocity
 from ...seeding import derived_seed
-from .base import OBJECTIVES, Objective, add_weighted, autocast_for, batch_slots, chunk_weight, update_slots
+from .base import OBJECTIVES, Objective, add_weighted, autocast_for, batch_slots, chunk_weight, micro_batches, update_rows
 
 
 class PolicyGradientObjective(Objective):
@@ -47,17 +47,17 @@ class PolicyGradientObjective(Objective):
         traj = batch.trajectory
         sde = Dynamics(self.kind, self.noise_level)
         rows = traj.rows(batch.seeds)
-        n = rows.numel()
         steps = batch_slots(traj.stochastic.nonzero().flatten(), batch, self.fraction, gen)  # [n, k] step indices
+        trained_rows, trained = update_rows(batch, part, gen)  # this update's share of the samples
         cond_all = policy.encode_prompts(batch.prompts)
         size = min(cfg.micro_batch, ctx.batch_size)  # each forward is padded to the rollout's batch shape
         device = traj.latents.device
         autocast = autocast_for(device, cfg.autocast_bf16)
         sums: dict[str, float] = {}
         max_dev = 0.0
-        slots = update_slots(steps.shape[1], part)
-        for j in slots:
-            for idx in (torch.arange(s, min(s + size, n)) for s in range(0, n, size)):
+        slots = steps.shape[1]
+        for j in range(slots):
+            for idx in micro_batches(trained_rows, size):
                 r, i = rows[idx], steps[idx, j]
                 x, x_next = traj.latents[r, i], traj.latents[r, i + 1]
                 t, t_next = traj.grid[i], traj.grid[i + 1]
@@ -75,12 +75,12 @@ class PolicyGradientObjective(Objective):
                     mean_ref, _ = sde.transition(x, v_ref.float(), t, t_next, traj.t_below_one)
                     kl = gaussian_kl_equal_std(mean, mean_ref, std).mean()
                     loss = loss + self.kl_coef * kl
-                weight = chunk_weight(idx, len(slots), batch)
+                weight = chunk_weight(idx, slots, trained)
                 (loss * weight).backward()
                 max_dev = max(max_dev, metrics.pop("ratio_max_deviation"))
                 add_weighted(sums, {**metrics, "loss": float(loss.detach()), "ref_kl": float(kl.detach())}, weight)
         sums["ratio_max_deviation"] = max_dev
-        return sums, n * len(slots)
+        return sums, trained_rows.numel() * slots
 
 
 @OBJECTIVES.register("flow_grpo")
