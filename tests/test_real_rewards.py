@@ -110,14 +110,48 @@ def test_pickscore_runs_in_bfloat16(tiny_clip):
     torch.testing.assert_close(bf16, fp32, atol=0.05, rtol=0)
 
 
-def test_clipscore_is_diagonal_logits_over_100(tiny_clip):
+def _float_resize_crop(images_float, size):
+    """CLIPScore's reference transform by hand: torchvision Resize(size) on the float tensor, which is
+    F.interpolate(bilinear, align_corners=False, antialias=True) at (size, int(size * long / short))
+    (torchvision transforms/_functional_tensor.py `resize`, functional.py `_compute_resized_output_size`),
+    then CenterCrop (offsets int(round((h - size) / 2))) and Normalize."""
+    n, c, h, w = images_float.shape
+    new = (size, int(size * w / h)) if h <= w else (int(size * h / w), size)
+    x = torch.nn.functional.interpolate(images_float, size=new, mode="bilinear", align_corners=False, antialias=True)
+    top, left = int(round((new[0] - size) / 2.0)), int(round((new[1] - size) / 2.0))
+    x = x[..., top:top + size, left:left + size]
+    return (x - torch.tensor(MEAN, dtype=torch.float32).view(1, 3, 1, 1)) / torch.tensor(STD, dtype=torch.float32).view(1, 3, 1, 1)
+
+
+def test_clipscore_is_diagonal_logits_over_100_of_the_float_image(tiny_clip):
     path, model, tokenizer = tiny_clip
-    images = _images(h=50, w=34, seed=1)  # portrait: the crop runs along the other axis
+    images = torch.rand(3, 3, 50, 34, generator=torch.Generator().manual_seed(1))  # portrait: the crop runs along the other axis
     reward = build_reward("clipscore", model=str(path), device="cpu", batch_size=3)
-    pixels, tokens, _, _ = _clip_embeddings(model, tokenizer, images, PROMPTS)
+    pixels = _float_resize_crop(images, model.config.vision_config.image_size)
+    tokens = tokenizer(PROMPTS, padding=True, return_tensors="pt")
     with torch.no_grad():
         logits = model(pixel_values=pixels, **tokens).logits_per_image
     torch.testing.assert_close(reward(images, PROMPTS).scores, logits.diagonal() / 100, atol=1e-5, rtol=1e-5)
+    # PIL bicubic on uint8 (the processor's route, PickScore's) gives other pixels: the test can tell them apart
+    assert not torch.allclose(torch.stack([_resize_crop(im, 30) for im in _to_uint8(images)]), pixels, atol=1e-3)
+
+
+def _to_uint8(images_float):
+    return (images_float * 255).round().to(torch.uint8).permute(0, 2, 3, 1).numpy()
+
+
+def test_clipscore_resize_is_torchvisions_antialiased_bilinear():
+    """Anchor worked by hand: a 4 x 4 image whose value is its column index, halved. The antialiased
+    bilinear filter (PIL's triangle, support 2 at scale 2) weighs the columns 0, 1, 2 as 3/7, 3/7, 1/7 for the
+    first output column and 1, 2, 3 as 1/7, 3/7, 3/7 for the second: 5/7 and 16/7 on every row."""
+    from solrl.rewards.clip_features import resized_size, tensor_pixels
+
+    ramp = torch.arange(4.0).repeat(4, 1).view(1, 1, 4, 4)
+    out = tensor_pixels(ramp, 2, (2, 2), [0.0], [1.0])
+    torch.testing.assert_close(out, torch.tensor([[5 / 7, 16 / 7]] * 2).view(1, 1, 2, 2))
+    assert resized_size(512, 768, 224) == (224, 336) and resized_size(700, 500, 224) == (313, 224)
+    image = torch.rand(2, 3, 40, 70, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(tensor_pixels(image, 30, (30, 30), MEAN.tolist(), STD.tolist()), _float_resize_crop(image, 30))
 
 
 def test_aesthetic_is_head_of_normalised_image_embedding(tiny_clip, tmp_path):

@@ -63,7 +63,13 @@ def test_jpeg_rewards_prefer_flat_or_busy_images():
     comp = build_reward("jpeg_compressibility")(images, ["", ""]).scores
     incomp = build_reward("jpeg_incompressibility")(images, ["", ""]).scores
     assert comp[0] > comp[1] and incomp[1] > incomp[0]
-    assert torch.equal(comp, -incomp)
+    torch.testing.assert_close(comp, -incomp / 500)  # the reference's scale: -kB / 500 and +kB
+    import io
+
+    from PIL import Image
+    buffer = io.BytesIO()
+    Image.fromarray(busy[0]).save(buffer, format="JPEG", quality=95)
+    assert incomp[1].item() == pytest.approx(buffer.tell() / 1000)
 
 
 def test_multi_reward_is_the_weighted_sum_and_reports_parts():

@@ -1,7 +1,8 @@
 """PickScore and CLIPScore: `logit_scale * cos(image, text) / divisor`, one CLIP model each.
 
 PickScore (Kirstain et al.) divides by 26 and CLIPScore by 100 (`logits_per_image.diag() / 100`),
-the scalings Flow-GRPO / DiffusionNFT train with.
+the scalings Flow-GRPO / DiffusionNFT train with. PickScore's reference feeds uint8 PIL images through
+the processor; CLIPScore's resizes the float image tensor (clip_features.py `tensor_pixels`).
 """
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ def scaled_similarity(image_features, text_features, logit_scale, divisor: float
 
 class ClipSimilarity(Reward):
     divisor = 1.0
+    float_resize = False  # preprocess the float tensor as the reference does (CLIPScore), else uint8 PIL
 
     def __init__(self, model: str, processor: str | None = None, device=None, dtype="float32", batch_size: int = 32):
-        self.encoder = ClipEncoder(model, processor, device, dtype, what=f"reward {self.name}")
+        self.encoder = ClipEncoder(model, processor, device, dtype, what=f"reward {self.name}", float_resize=self.float_resize)
         self.batch_size = batch_size
 
     def _score_chunk(self, images, prompts) -> torch.Tensor:
@@ -46,6 +48,7 @@ class PickScore(ClipSimilarity):
 class ClipScore(ClipSimilarity):
     name = "clipscore"
     divisor = 100.0
+    float_resize = True
 
     def __init__(self, model: str = "openai/clip-vit-large-patch14", processor: str | None = None, **kwargs):
         super().__init__(model, processor, **kwargs)

@@ -1,4 +1,6 @@
-"""DDPO's JPEG (in)compressibility rewards: the encoded size at quality 95, in kB."""
+"""DDPO's JPEG (in)compressibility rewards: the encoded size at quality 95, in kB, scaled as Flow-GRPO /
+DiffusionNFT score it (`flow_grpo/rewards.py`): compressibility is -kB / 500 (so 100 kB scores -0.2,
+near the other rewards' range), incompressibility plain +kB."""
 from __future__ import annotations
 
 import io
@@ -16,12 +18,15 @@ def jpeg_kilobytes(image_uint8) -> float:
     return buf.tell() / 1000
 
 
+COMPRESSIBILITY_SCALE = 500.0  # kB per unit of jpeg_compressibility, the reference's
+
+
 @REWARDS.register("jpeg_compressibility")
 class JpegCompressibility(Reward):
     name = "jpeg_compressibility"
 
     def score(self, images, prompts):
-        return RewardResult(torch.tensor([-jpeg_kilobytes(im) for im in to_uint8_nhwc(images)]))
+        return RewardResult(torch.tensor([-jpeg_kilobytes(im) / COMPRESSIBILITY_SCALE for im in to_uint8_nhwc(images)]))
 
 
 @REWARDS.register("jpeg_incompressibility")

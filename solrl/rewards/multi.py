@@ -1,4 +1,7 @@
-"""Weighted sum of named rewards, normalised afterwards as one reward; each part is reported."""
+"""Weighted sum of named rewards, normalised afterwards as one reward; each part is reported.
+
+A weight multiplies its reward's score as that reward returns it, as the references' `multi_score`
+does: e.g. jpeg_compressibility at weight 1 adds -kB / 500 (rewards/jpeg.py)."""
 from __future__ import annotations
 
 import torch
@@ -13,7 +16,7 @@ class MultiReward(Reward):
     def __init__(self, weights: dict[str, float], **part_options: dict):
         """`part_options`: keyword arguments per part, e.g. reward.options={pickscore: {device: cuda}}."""
         if not weights:
-            raise ValueError("reward 'multi' needs weights, e.g. reward.weights={geneval: 1.0, jpeg_compressibility: 0.1}")
+            raise ValueError("reward 'multi' needs weights, e.g. reward.weights={geneval: 1.0, jpeg_compressibility: 1.0}")
         unknown = sorted(set(part_options) - set(weights))
         if unknown:
             raise ValueError(f"reward.options names {', '.join(unknown)}, which reward.weights does not; options go per part")
