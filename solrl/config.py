@@ -57,7 +57,7 @@ class ModelConfig:
     path: str | None = None          # checkpoint directory or hub id; None = the shipped toy base model
     shift: float | None = None       # timestep-schedule shift; None = the model's own default
     # diffusers families (sana, flux, sd3, qwen_image); the toy model runs in float32 on the CPU
-    dtype: Dtype = "float32"         # weight dtype
+    dtype: Dtype = "float32"         # base weight dtype (GPU presets: bfloat16, as the FLUX.1 / SANA references; SD3.5 float32); LoRA stays float32
     device: str = "cpu"              # cpu | cuda | cuda:N
     resolution: int | None = None    # image side in pixels; None = the model's native size
     gradient_checkpointing: bool = False  # recompute transformer activations in the backward pass
@@ -96,7 +96,7 @@ class EvalConfig:
     guidance: float = 1.0            # classifier-free guidance scale; 1.0 = CFG-free
     max_prompts: int = 0             # 0 = every prompt of the split
     grid_prompts: int = 16           # prompts shown in the PNG grid
-    ema: bool = False                # evaluate an EMA of the trained LoRA instead of its live weights (the references do)
+    ema: bool = False                # evaluate an EMA of the trained LoRA (the references do, and the GPU presets; off here so toy figures stay comparable)
     ema_decay: float = 0.9           # the EMA's decay cap: min((1 + step) / (10 + step), ema_decay), as DiffusionNFT
 
 
@@ -113,7 +113,7 @@ class LoraSection:
 class NFTSection:
     """DiffusionNFT (train.algorithm=nft)."""
     beta: float = 1.0                # mixing strength of the implicit positive / negative policies (VeRL-Omni: mix_beta)
-    ref_kl_coef: float = 0.0         # weight of mean (v_theta - v_ref)^2; 1e-4 in the official recipes
+    ref_kl_coef: float = 0.0         # weight of mean (v_theta - v_ref)^2; the references and GPU presets: 1e-4 (0 here: no reference forward on a CPU)
     adv_mode: AdvMode = "continuous" # advantage -> optimality: continuous (clipped A) | positive_only | negative_only | one_only (A > 0) | binary (sign A)
     adaptive_weight: bool = True     # official adaptive x0 weighting; False = plain velocity MSE
     batch_old_ref: bool = False      # old + reference predictions as one mixed-adapter forward (slower on a CPU: results/training/old_ref_batching.json)
@@ -161,13 +161,13 @@ class TrainConfig:
     # optimizer steps per rollout batch, as the references take them: each prompt group's samples, shuffled, are cut
     # into this many shares; update u trains share u at all its timestep slots; `old` is refreshed after the last
     updates_per_iteration: int = 1
-    timestep_fraction: float = 0.5   # share of the rollout's timesteps trained per sample (nft, awm)
+    timestep_fraction: float = 0.5   # share of the rollout's timesteps trained per sample (nft, awm); references: 0.99 DiffusionNFT, 0.6 / 0.4 Sol-RL SD3.5-L and SANA / FLUX.1 (the presets set theirs)
     adv_clip_max: float = 5.0        # C: advantage clip and loss scale
     global_std: bool = True          # normalise advantages by the batch std (else per group)
     old_policy_decay_schedule: DecaySchedule = "linear_to_0_5"  # how the old adapter's EMA decay grows with the step (training/schedules.py)
     old_policy_decay: float | None = None  # a fixed decay overrides the schedule
     old_policy_update_interval: int = 1    # optimizer steps between old-adapter refreshes
-    autocast_bf16: bool = False      # bf16 autocast for rollouts and the training forward
+    autocast_bf16: bool = False      # bf16 autocast for rollouts and the training forward (the references and GPU presets: on; slower on an AVX2 CPU)
     time_budget_minutes: float = 0.0 # stop after this much training wall-clock, evaluations left out (0 = run all iterations)
     eval_every: int = 5              # iterations between held-out validations (0 = only at the end)
     checkpoint_every: int = 10       # iterations between checkpoints (0 = only at the end)
