@@ -86,3 +86,29 @@ def test_checkpointed_adapters_stay_float32_and_bf16_ones_load(pipeline_dirs):
     load_adapter_state(policy.transformer, OLD, older)
     for key, p in adapter_params(policy.transformer, OLD).items():
         assert p.dtype == torch.float32 and torch.equal(p, older[key].float())
+
+
+def test_an_export_is_float32_unless_asked_for_bf16_and_both_load(tiny_toy_dir, tmp_path):
+    """The trained float32 adapter exports as float32; dtype=bfloat16 halves the files and still reproduces
+    the policy within the bf16 tolerance through every loader."""
+    import json
+
+    from conftest import make_adapted_policy
+    from safetensors.torch import load_file
+
+    from solrl.models.lora import lora_config
+    from solrl.models.lora_export import CHECK_TOLERANCE, DIFFUSERS_WEIGHTS, EXPORT_INFO, PEFT_WEIGHTS, check_export, export_lora
+
+    policy = make_adapted_policy(tiny_toy_dir)
+    config = lora_config(4, 8, "gaussian", ["to_q", "to_k", "to_v", "to_out.0"])
+    full, half = export_lora(policy, config, tmp_path / "fp32"), export_lora(policy, config, tmp_path / "bf16", dtype=torch.bfloat16)
+    for out, dtype in ((full, torch.float32), (half, torch.bfloat16)):
+        for name in (PEFT_WEIGHTS, DIFFUSERS_WEIGHTS):
+            assert {v.dtype for v in load_file(str(out / name)).values()} == {dtype}, (out, name)
+        assert json.loads((out / EXPORT_INFO).read_text())["dtype"] == str(dtype).removeprefix("torch.")
+    assert (half / PEFT_WEIGHTS).stat().st_size < 0.6 * (full / PEFT_WEIGHTS).stat().st_size
+    fresh = lambda: load_policy("toy", str(tiny_toy_dir))  # noqa: E731
+    assert check_export(full, policy, fresh).ok
+    result = check_export(half, policy, fresh, dtype=torch.bfloat16)
+    assert result.ok and result.tolerance == CHECK_TOLERANCE[torch.bfloat16], "\n".join(result.lines())
+    assert max(result.routes.values()) > 0  # bf16 rounding shows: the check compares something
