@@ -111,7 +111,7 @@ class DiffusersPolicy:
         self._cache: collections.OrderedDict[str, PromptEmbeds] = collections.OrderedDict()
         self._cache_size = int(options.get("cache_size", 1024))
         self.transformer.to(self.device)
-        if self.vae_dtype is not None:
+        if self.vae_dtype is not None and pipe.vae.dtype != self.vae_dtype:  # a pipeline built in code; loading sets it
             pipe.vae.to(dtype=self.vae_dtype)
         for module in self._helpers():
             module.to("cpu" if self.offload else self.device)
@@ -149,7 +149,9 @@ class DiffusersPolicy:
         try:
             import diffusers
 
-            pipe = getattr(diffusers, cls.pipeline_class).from_pretrained(source, dtype=torch_dtype(dtype, "model.dtype"))
+            model_dtype = torch_dtype(dtype, "model.dtype")
+            dtypes = model_dtype if cls.vae_dtype is None else {"default": model_dtype, "vae": cls.vae_dtype}
+            pipe = getattr(diffusers, cls.pipeline_class).from_pretrained(source, dtype=dtypes)
         except ImportError as exc:
             raise ImportError(f"{cls.family}: loading {source!r} needs the package {exc.name or exc}; "
                               f"install it (pip install {exc.name or 'diffusers transformers'})") from exc
