@@ -11,15 +11,15 @@ Each image: one target text (the quoted text of an OCR prompt) drawn in a DejaVu
 colour and place on a 512 x 512 background, slightly rotated, blurred and noised. Per setting the
 recognised text and the OCR reward; agreement = the same reward as `reference`.
 
-    python bench/ocr_agreement.py --prompts data/ocr/test.txt --images 120 --out docs/ocr_agreement.json
-    python bench/ocr_agreement.py --table docs/ocr_agreement.json     # the table in docs/rewards.md
+    python bench/ocr_agreement.py --prompts data/ocr/test.txt --images 120 --out results/rewards/ocr_agreement.json
+
+docs/rewards.md's table is made from the results file (`python -m solrl.reporting.tables`, table `ocr-agreement`).
 """
 from __future__ import annotations
 
 import argparse
 import datetime
 import hashlib
-import json
 import platform
 import sys
 import time
@@ -78,57 +78,45 @@ def read(engine, image: np.ndarray, bgr: bool) -> str:
 
 
 def measure(args) -> dict:
+    """A results file (results/README.md schema): one record per image and setting, the image's index as `seed`."""
     from solrl.rewards.ocr import ocr_score
 
     texts = targets(Path(args.prompts), args.images, args.seed)
     rng = np.random.default_rng(args.seed)
     runs, which = engines()
-    rows, start = [], time.time()
+    records, start = [], time.time()
     for i, text in enumerate(texts):
         image = render(text, rng)
-        row = {"target": text}
         for name, (engine, bgr) in runs.items():
             seen = read(engine, image, bgr)
-            row[name] = {"text": seen, "reward": ocr_score(seen, text)}
-        rows.append(row)
-        print(f"{i + 1}/{len(texts)} {text!r}: " + ", ".join(f"{n} {row[n]['reward']:.2f}" for n in runs), flush=True)
-    return {"command": " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]), "date": datetime.date.today().isoformat(),
-            "machine": args.machine or platform.processor() or platform.machine(), "seconds": round(time.time() - start, 1),
-            "reference_models": which, "prompts": str(args.prompts),
-            "prompts_sha256": hashlib.sha256(Path(args.prompts).read_bytes()).hexdigest(), "seed": args.seed, "rows": rows}
-
-
-def table(results: dict) -> str:
-    rows = results["rows"]
-    ref = [r["reference"]["reward"] for r in rows]
-    lines = [f"| setting | same reward as the reference | same text | mean reward | mean abs difference |",
-             "|---|---|---|---|---|"]
-    for name in ("reference", "bundled", "before"):
-        got = [r[name]["reward"] for r in rows]
-        same = sum(abs(a - b) < 1e-9 for a, b in zip(got, ref))
-        text = sum(r[name]["text"].replace(" ", "").lower() == r["reference"]["text"].replace(" ", "").lower() for r in rows)
-        diff = float(np.mean([abs(a - b) for a, b in zip(got, ref)]))
-        lines.append(f"| {name} | {same} / {len(rows)} ({100 * same / len(rows):.0f}%) | {text} / {len(rows)} | "
-                     f"{np.mean(got):.3f} | {diff:.3f} |")
-    return "\n".join(lines) + (f"\n\n{len(rows)} images, {results['date']}, {results['machine']}, "
-                               f"`{results['command']}` ({results['seconds']:.0f} s).")
+            records.append({"group": name, "seed": i, "target": text, "text": seen, "reward": ocr_score(seen, text)})
+        print(f"{i + 1}/{len(texts)} {text!r}: " + ", ".join(f"{r['group']} {r['reward']:.2f}" for r in records[-3:]), flush=True)
+    return {"schema": 1, "title": "OCR engine settings against the reference's, on rendered text",
+            "command": " ".join(["python", Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
+            "machine": args.machine or platform.processor() or platform.machine(), "date": datetime.date.today().isoformat(),
+            "source": "measured",
+            "settings": {"prompts": "data/ocr/test.txt", "prompts_sha256": hashlib.sha256(Path(args.prompts).read_bytes()).hexdigest(),
+                         "images": len(texts), "seed": args.seed, "side": 512, "reference_models": which},
+            "units": {"reward": "OCR reward, 0..1"}, "records": records,
+            "notes": f"reference = English PP-OCR with PaddleOCR's settings; bundled = rapidocr's Chinese models with the same "
+                     f"settings; before = solrl's engine until 2026-12-07. {round(time.time() - start)} s in all."}
 
 
 def main() -> int:
+    from solrl.reporting.doc_tables import ocr_agreement_table
+    from solrl.reporting.results import dump_result
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--prompts", help="OCR prompt file (the quoted text of each line is a target)")
+    parser.add_argument("--prompts", required=True, help="OCR prompt file (the quoted text of each line is a target)")
     parser.add_argument("--images", type=int, default=120)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--machine", default="", help="how the CPU is named in the results")
-    parser.add_argument("--out", default="docs/ocr_agreement.json")
-    parser.add_argument("--table", help="print the markdown table of a results file instead of measuring")
+    parser.add_argument("--out", default="results/rewards/ocr_agreement.json")
     args = parser.parse_args()
-    if args.table:
-        print(table(json.loads(Path(args.table).read_text())))
-        return 0
     results = measure(args)
-    Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
-    print(table(results))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(dump_result(results))
+    print(ocr_agreement_table(results))
     return 0
 
 

@@ -158,9 +158,7 @@ class TrainConfig:
     weight_decay: float = 1e-4       # AdamW weight decay
     grad_clip: float = 1.0           # max grad norm; a non-finite norm skips the step
     micro_batch: int = 32            # (sample, timestep) pairs per forward/backward
-    # optimizer steps per rollout batch, as the references take them: each prompt group's samples, shuffled, are cut
-    # into this many shares; update u trains share u at all its timestep slots; `old` is refreshed after the last
-    updates_per_iteration: int = 1
+    updates_per_iteration: int = 1   # optimizer steps per rollout, as the references: each group's samples, shuffled, cut into this many shares, one step each; `old` refreshed after the last
     timestep_fraction: float = 0.5   # share of the rollout's timesteps trained per sample (nft, awm); references: 0.99 DiffusionNFT, 0.6 / 0.4 Sol-RL SD3.5-L and SANA / FLUX.1 (the presets set theirs)
     adv_clip_max: float = 5.0        # C: advantage clip and loss scale
     global_std: bool = True          # normalise advantages by the batch std (else per group)

@@ -93,6 +93,13 @@ def test_export_round_trip_reproduces_samples(tiny_toy_dir, tmp_path, capsys):
     via_diffusers = load_policy("toy", str(tiny_toy_dir))
     via_diffusers.transformer.load_lora_adapter(str(tmp_path / "export" / "pytorch_lora_weights.safetensors"))
     torch.testing.assert_close(generate(via_diffusers, prompts, seeds, steps=3), trained, atol=1e-5, rtol=1e-5)
+    # the adapters train in float32; --dtype bfloat16 writes half-size files, checked at the bf16 tolerance
+    from safetensors.torch import load_file
+
+    assert main(["export", str(tmp_path / "run"), "--out", str(tmp_path / "export16"), "--dtype", "bfloat16", "--check"]) == 0
+    assert "in bfloat16" in capsys.readouterr().out
+    assert {v.dtype for v in load_file(str(tmp_path / "export16" / "adapter_model.safetensors")).values()} == {torch.bfloat16}
+    assert {v.dtype for v in load_file(str(tmp_path / "export" / "adapter_model.safetensors")).values()} == {torch.float32}
 
 
 def test_export_check_fails_on_a_file_that_does_not_reproduce_the_policy(tiny_toy_dir, tmp_path, capsys):

@@ -269,3 +269,29 @@ def distributed_toy(results: dict) -> str:
     return (markdown(["train.parallel", "s / iteration", "explore", "regenerate", "train", "old refresh + engine re-sync"], rows)
             + f"\n{r['machine']}, {r['date']}, {r['settings']['model']}, medians of iterations 2-4: "
               f"{link('training/distributed_toy_2procs', results, 'data')}.\n")
+
+
+OCR_SETTINGS = ("reference", "bundled", "before")  # bench/ocr_agreement.py's arms
+
+
+def ocr_agreement_table(result: dict) -> str:
+    """Per OCR engine setting: images read to the reference setting's reward and text, the mean reward and
+    the mean absolute difference (records: group = setting, seed = image)."""
+    by = {name: {r["seed"]: r for r in result["records"] if r["group"] == name} for name in OCR_SETTINGS}
+    ref, n = by["reference"], len(by["reference"])
+    rows = []
+    for name in OCR_SETTINGS:
+        got = by[name]
+        same = sum(abs(got[i]["reward"] - ref[i]["reward"]) < 1e-9 for i in ref)
+        text = sum(got[i]["text"].replace(" ", "").lower() == ref[i]["text"].replace(" ", "").lower() for i in ref)
+        diff = sum(abs(got[i]["reward"] - ref[i]["reward"]) for i in ref) / n
+        mean = sum(got[i]["reward"] for i in ref) / n
+        rows.append([name, f"{same} / {n} ({100 * same / n:.0f}%)", f"{text} / {n}", f"{mean:.3f}", f"{diff:.3f}"])
+    return markdown(["setting", "same reward as the reference", "same text", "mean reward", "mean abs difference"], rows)
+
+
+@table("ocr-agreement")
+def ocr_agreement(results: dict) -> str:
+    r = results["rewards/ocr_agreement"]
+    return (ocr_agreement_table(r) + f"\n{r['settings']['images']} images, {r['machine']}, {r['date']}: "
+            f"{link('rewards/ocr_agreement', results, 'data')}.\n")
