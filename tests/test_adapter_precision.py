@@ -112,3 +112,33 @@ def test_an_export_is_float32_unless_asked_for_bf16_and_both_load(tiny_toy_dir, 
     result = check_export(half, policy, fresh, dtype=torch.bfloat16)
     assert result.ok and result.tolerance == CHECK_TOLERANCE[torch.bfloat16], "\n".join(result.lines())
     assert max(result.routes.values()) > 0  # bf16 rounding shows: the check compares something
+
+
+def test_the_explore_engine_merges_float32_adapters_into_a_bf16_copy(pipeline_dirs):
+    """The engine merges `old` (float32) into the bf16 base in float32 and rounds once, to the copy's dtype;
+    a re-sync after `old` moves writes the new merged weight."""
+    from solrl.models.lora import adapter
+    from solrl.precision.engine import ExploreEngine
+
+    policy = _adapted("sd3", pipeline_dirs("sd3"), "bfloat16")
+    g = torch.Generator().manual_seed(0)
+    _set_adapters(policy, {k: 0.2 * torch.randn(v.shape, generator=g) for k, v in adapter_state(policy.transformer, TRAINED).items()})
+    engine = ExploreEngine(policy, "bf16", layers="all")
+    name = "transformer_blocks.0.attn.to_q"
+    source = policy.transformer.get_submodule(name)
+
+    def merged():
+        return (source.get_base_layer().weight.float() + source.get_delta_weight(OLD).float()).to(torch.bfloat16)
+
+    layer = engine.model.get_submodule(name)
+    assert layer.weight.dtype == torch.bfloat16 and torch.equal(layer.weight, merged())
+    with torch.no_grad():
+        for p in adapter_params(policy.transformer, OLD).values():
+            p.mul_(1.5)
+    engine.sync(policy)
+    assert torch.equal(layer.weight, merged())
+    x, t, cond = torch.randn(2, *policy.sample_shape, generator=g), torch.tensor([0.3, 0.8]), policy.encode_prompts(PROMPTS)
+    with torch.no_grad(), adapter(policy.transformer, OLD), torch.autocast("cpu", dtype=torch.bfloat16):
+        v_policy = policy.velocity(x, t, cond)
+    v_engine = engine.velocity(x, t, cond)
+    assert ((v_engine - v_policy).norm() / v_policy.norm()).item() < 3e-2  # bf16 roundings apart, the same function
