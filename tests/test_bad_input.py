@@ -248,6 +248,13 @@ def test_a_failing_judge_is_one_line_naming_the_endpoint_and_the_fix(answer, fra
     assert isinstance(info.value, RewardFault)   # what the CLI prints as one line
 
 
+def test_an_address_without_its_scheme_is_refused_when_the_reward_is_built():
+    from solrl.rewards import build_reward
+
+    with pytest.raises(ValueError, match="base_url 'localhost:8000/v1' is no http\\(s\\) address; write it whole"):
+        build_reward("vlm_ocr", base_url="localhost:8000/v1", model="judge")
+
+
 def test_the_probe_sends_one_short_request_and_says_what_answered():
     from solrl.rewards import build_reward
 

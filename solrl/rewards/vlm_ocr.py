@@ -55,6 +55,9 @@ class VlmOcr(Reward):
         if not self.base_url or not self.model:
             raise ValueError("reward vlm_ocr needs base_url and model (e.g. base_url=http://localhost:8000/v1, "
                              "model=Qwen/Qwen2.5-VL-7B-Instruct), or $SOLRL_VLM_BASE_URL and $SOLRL_VLM_MODEL")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(f"reward vlm_ocr: base_url {self.base_url!r} is no http(s) address; write it whole, e.g. "
+                             "http://localhost:8000/v1")
         self.api_key = _env(api_key, "SOLRL_VLM_API_KEY", "OPENAI_API_KEY")
         self.instruction, self.max_tokens, self.workers = instruction, max_tokens, workers
         self.request = {"timeout": timeout, "retries": retries, "backoff": backoff}
