@@ -1,4 +1,6 @@
 import os
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -7,22 +9,78 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 torch.set_num_threads(min(2, torch.get_num_threads()))
 
+import _test_rewards  # noqa: E402,F401  (registers test_brightness; subprocesses get it from tests/_worker_site)
 
-def _register_test_rewards():
-    from solrl.rewards.base import REWARDS, Reward, RewardResult
-
-    @REWARDS.register("test_brightness")
-    class Brightness(Reward):
-        """Mean brightness: cheap, defined for any prompt, and continuous in the pixels, so runs whose
-        weights differ by float rounding get rewards that differ by as little (a JPEG's byte count or a
-        verifier's verdict jumps instead)."""
-        name = "test_brightness"
-
-        def score(self, images, prompts):
-            return RewardResult(images.mean(dim=(1, 2, 3)))
+WORKER_SITE = Path(__file__).parent / "_worker_site"
 
 
-_register_test_rewards()
+def subprocess_env(**extra):
+    """The environment of a `solrl` process a test starts: offline, one thread (two ranks share two cores), this
+    checkout's solrl, and the test rewards (tests/_worker_site/sitecustomize.py)."""
+    root = Path(__file__).resolve().parent.parent
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
+            "PYTHONPATH": os.pathsep.join([str(root), str(WORKER_SITE)]), **extra}
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("solrl order", "run the tests in another order, to show none depends on another's leftovers")
+    group.addoption("--reverse", action="store_true", help="run the collected tests last to first")
+    group.addoption("--shuffle", type=int, default=None, metavar="SEED", help="run the tests in an order shuffled by SEED")
+    group.addoption("--cpu-durations", type=int, default=None, metavar="N",
+                    help="list the N tests that took the most CPU seconds (this process and the processes it waited for, "
+                         "setup and call): a cost that other programs on the machine do not inflate, as they do wall time")
+    group.addoption("--cpu-log", default=None, metavar="PATH",
+                    help="append each test's CPU and wall seconds (setup and call) to PATH as it finishes, tab-separated")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    item._cpu_start, item._wall_start = _cpu_seconds(), time.perf_counter()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    yield
+    cpu, wall = _cpu_seconds() - item._cpu_start, time.perf_counter() - item._wall_start
+    item.user_properties.append(("cpu_seconds", round(cpu, 3)))
+    if item.config.getoption("--cpu-log"):
+        with open(item.config.getoption("--cpu-log"), "a") as log:
+            log.write(f"{item.nodeid}\t{cpu:.2f}\t{wall:.2f}\n")
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    own, waited = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + waited.ru_utime + waited.ru_stime
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    count = config.getoption("--cpu-durations")
+    if not count:
+        return
+    seen = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            for name, value in getattr(report, "user_properties", ()):
+                if name == "cpu_seconds" and getattr(report, "when", "") == "call":
+                    seen[report.nodeid] = value
+    terminalreporter.write_sep("=", f"slowest {count} tests by CPU seconds (setup + call)")
+    for nodeid, value in sorted(seen.items(), key=lambda kv: -kv[1])[:count]:
+        terminalreporter.write_line(f"{value:8.1f}s cpu  {nodeid}")
+    terminalreporter.write_line(f"{sum(seen.values()):8.1f}s cpu in all {len(seen)} tests")
+
+
+def pytest_collection_modifyitems(config, items):
+    """`--reverse` and `--shuffle SEED` reorder whole files and the tests inside them alike, so a test that only
+    passes after another (a shared run extended by an earlier test, a registry filled by an earlier import) fails."""
+    if config.getoption("--reverse"):
+        items.reverse()
+    elif config.getoption("--shuffle") is not None:
+        import random
+
+        random.Random(config.getoption("--shuffle")).shuffle(items)
 
 
 @pytest.fixture(scope="session")
