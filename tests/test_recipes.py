@@ -86,7 +86,10 @@ def test_emulated_runs_say_so_in_train_jsonl(tiny_toy_dir, tmp_path):
 
     cfg = load_config(None, [f"model.path={tiny_toy_dir}", f"out_dir={tmp_path / 'run'}", "rollout.family=sol_rl",
                              "rollout.explore_precision=nvfp4", "train.prompts_per_iter=1", "rollout.explore_seeds=4",
-                             "train.group_size=2", "train.iterations=1", "eval.max_prompts=1", "eval.seeds_per_prompt=1"])
+                             "train.group_size=2", "train.iterations=1", "eval.max_prompts=1", "eval.seeds_per_prompt=1",
+                             # a small run: what is checked is the label, which the engine's kernel choice sets
+                             "sampling.steps=3", "sampling.batch_size=4", "rollout.explore_steps=2", "eval.steps=2",
+                             "lora.rank=4", "lora.alpha=8", "train.micro_batch=4"])
     Trainer(cfg, quiet=True).train()
     record = json.loads((tmp_path / "run" / "train.jsonl").read_text().splitlines()[0])
     assert record["explore_emulated"] is True and "EMULATED" in record["explore_engine"]
