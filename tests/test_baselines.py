@@ -176,7 +176,7 @@ def _algo_cfg(tiny_toy_dir, out, algorithm, *extra):
 @pytest.mark.parametrize("family", ["diffusionnft", "sol_rl"])
 def test_flow_grpo_ratio_is_one_on_policy_and_not_off_policy(tiny_toy_dir, tmp_path, family):
     extra = [f"rollout.family={family}", "rollout.explore_seeds=4", "train.group_size=2", "rollout.explore_steps=2",
-             "rollout.explore_precision=fp32", "train.micro_batch=3"]  # 3-row pieces padded to the rollout's 16
+             "rollout.explore_precision=fp32", "train.micro_batch=3"]  # 3-row pieces padded to the rollout's 8
     trainer = Trainer(_algo_cfg(tiny_toy_dir, tmp_path / "on", "flow_grpo", *extra), quiet=True)
     with torch.no_grad():  # a LoRA that changes the output, identical in both adapters (on-policy)
         for p in adapter_params(trainer.model, TRAINED).values():

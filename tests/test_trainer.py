@@ -43,7 +43,7 @@ class _Raising(Reward):
 def _cfg(tiny_toy_dir, out, *extra):
     return load_config(None, [
         f"model.path={tiny_toy_dir}", f"out_dir={out}", "reward.name=test_brightness",
-        "sampling.steps=3", "sampling.batch_size=16",
+        "sampling.steps=3", "sampling.batch_size=8",  # 6 rollouts a pass, padded to 8
         "lora.rank=4", "lora.alpha=8",
         "train.iterations=4", "train.prompts_per_iter=2", "train.group_size=3", "train.micro_batch=4",
         "train.timestep_fraction=0.67", "train.lr=1e-2", "train.eval_every=0", "train.checkpoint_every=2",
