@@ -41,3 +41,15 @@ def test_the_guide_pages_are_indexed():
     index = (ROOT / "docs" / "README.md").read_text(encoding="utf-8")
     pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"README.md"}
     assert pages <= set(LINK.findall(index)), pages - set(LINK.findall(index))
+
+
+def test_the_distributed_page_states_the_tolerance_the_tests_hold():
+    import ast
+
+    tree = ast.parse((ROOT / "tests" / "test_distributed.py").read_text(encoding="utf-8"))
+    atol = next(node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                and getattr(node.targets[0], "id", "") == "CROSS_PROCESS_ATOL")
+    page = (ROOT / "docs" / "distributed.md").read_text(encoding="utf-8")
+    stated = {float(x) for x in re.findall(r"to (\d(?:\.\d+)?e-\d+),\s+(?:to|as) (?:the )?one", page)} | {
+        float(x) for x in re.findall(r"\((\d(?:\.\d+)?e-\d+) after two updates", page)}
+    assert stated == {atol}, (stated, atol)
