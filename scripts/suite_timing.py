@@ -1,5 +1,5 @@
 """Time the test suite on this machine and keep the result: `record` runs a pytest command, reads its JUnit XML and
-writes results/suite/<date>_<cpu>.json (command, machine, date, load, wall seconds, counts, every test's seconds);
+writes results/test-suite/<date>_<cpu>.json in results/README.md's schema (command, machine, date, load, wall seconds, counts, every test's wall and CPU seconds);
 `record-default` does the same for the README's 5-minute default run (iterations, seconds each, held-out accuracy
 before and after); `table` turns those files into the Markdown tables docs/cpu-kinds.md shows.
 scripts/time_suite.sh is the one command for the suite, `DEFAULT_RUN=1 scripts/time_suite.sh` adds the default run."""
@@ -46,6 +46,19 @@ def cpu_kind() -> dict:
             "torch_cpu_capability": capability, "ATEN_CPU_CAPABILITY": os.environ.get("ATEN_CPU_CAPABILITY")}
 
 
+def machine_line(m: dict) -> str:
+    """The schema's machine string: `2-core AMD EPYC (AVX2 only), torch 2.13.0+cpu`."""
+    units = {"avx2": "AVX2 only", "avx512": "AVX512", "avx512bf16": "AVX512-BF16", "amx": "AMX"}.get(m["kind"], m["kind"])
+    return f"{m['cores']}-core {m['cpu']} ({units}), torch {m['torch']}"
+
+
+def _write(result: dict, out: Path) -> None:
+    from solrl.reporting.results import dump_result
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(dump_result(result))
+
+
 def _git_commit() -> str | None:
     done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     return done.stdout.strip() or None
@@ -81,17 +94,23 @@ def record(args) -> int:
         load_after = os.getloadavg()
         counts, tests = _read_junit(junit) if junit.exists() else ({}, [])
     machine = cpu_kind()
+    suite = {"group": "suite", "seed": None, "wall_seconds": round(wall, 1), "exit_code": done.returncode,
+             "tests_cpu_seconds": round(sum(t["cpu_seconds"] or 0.0 for t in tests), 1),
+             **{k: counts.get(k) for k in ("passed", "failures", "errors", "skipped")}}
     result = {
-        "command": args.command, "commit": _git_commit(), "date": started.strftime("%Y-%m-%d"),
-        "started": started.isoformat(timespec="seconds"), "machine": machine,
-        "load_average_before": [round(x, 2) for x in load_before], "load_average_after": [round(x, 2) for x in load_after],
-        "note": args.note, "exit_code": done.returncode, "wall_seconds": round(wall, 1),
-        "tests_seconds": round(sum(t["seconds"] for t in tests), 1),
-        "tests_cpu_seconds": round(sum(t["cpu_seconds"] or 0.0 for t in tests), 1), "counts": counts, "durations": tests,
+        "schema": 1, "title": "the test suite's wall time on one machine, and each test's wall and CPU seconds",
+        "command": args.command, "machine": machine_line(machine), "date": started.strftime("%Y-%m-%d"),
+        "source": "measured",
+        "settings": {"commit": _git_commit(), "started": started.isoformat(timespec="seconds"),
+                     "torch_cpu_capability": machine["torch_cpu_capability"], "cpu_flags": " ".join(machine["flags"]),
+                     "load_average_1min_at_start": round(load_before[0], 2), "load_average_1min_at_end": round(load_after[0], 2)},
+        "units": {"wall_seconds": "s", "seconds": "s (wall, setup + call + teardown)", "cpu_seconds": "s (setup + call)"},
+        "records": [suite] + [{"group": t["test"], "seed": None, "seconds": t["seconds"], "cpu_seconds": t["cpu_seconds"],
+                               "outcome": t["outcome"]} for t in tests],
+        "notes": args.note or "",
     }
-    out = Path(args.out) if args.out else ROOT / "results" / "suite" / f"{result['date']}_{machine['kind']}{args.suffix}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
+    out = Path(args.out) if args.out else ROOT / "results" / "test-suite" / f"{result['date']}_{machine['kind']}{args.suffix}.json"
+    _write(result, out)
     print(f"{out}: {counts.get('passed', 0)} passed, {counts.get('failures', 0) + counts.get('errors', 0)} failed, "
           f"{counts.get('skipped', 0)} skipped in {wall / 60:.1f} min ({machine['cpu']}, {machine['cores']} cores, "
           f"{machine['kind']}; load {load_before[0]:.1f} -> {load_after[0]:.1f})")
@@ -115,21 +134,25 @@ def record_default(args) -> int:
         evals = [json.loads(line) for line in (run / "eval.jsonl").read_text().splitlines()] if (run / "eval.jsonl").exists() else []
     machine = cpu_kind()
     seconds = [t["seconds_iteration"] for t in train if "seconds_iteration" in t]
-    keys = ("iteration", "strict_accuracy", "referee_accuracy", "mean_score")
+    keys = ("strict_accuracy", "referee_accuracy", "mean_score")
+    base = {"group": "base", "seed": None, **{k: evals[0].get(k) for k in keys}} if evals else None
+    trained = {"group": "diffusionnft", "seed": 0, **({k: evals[-1].get(k) for k in keys} if evals else {}),
+               "iterations": len(train), "seconds_per_iteration_median": round(statistics.median(seconds), 2) if seconds else None,
+               "seconds_per_iteration_min": round(min(seconds), 2) if seconds else None,
+               "seconds_per_iteration_max": round(max(seconds), 2) if seconds else None, "exit_code": done.returncode}
     result = {
-        "command": " ".join(command[:-2]), "commit": _git_commit(), "date": started.strftime("%Y-%m-%d"),
-        "started": started.isoformat(timespec="seconds"), "machine": machine,
-        "load_average_before": [round(x, 2) for x in load_before], "load_average_after": [round(x, 2) for x in load_after],
-        "note": args.note, "exit_code": done.returncode, "wall_seconds": round(wall, 1), "iterations": len(train),
-        "seconds_per_iteration": {"median": round(statistics.median(seconds), 2), "min": round(min(seconds), 2),
-                                  "max": round(max(seconds), 2)} if seconds else None,
-        "first_eval": {k: evals[0].get(k) for k in keys} if evals else None,
-        "last_eval": {k: evals[-1].get(k) for k in keys} if evals else None,
+        "schema": 1, "title": "the README's default run (5 minutes of DiffusionNFT on the toy world) on one machine",
+        "command": " ".join(command[:-2]), "machine": machine_line(machine), "date": started.strftime("%Y-%m-%d"),
+        "source": "measured",
+        "settings": {"commit": _git_commit(), "config": "configs/toy_nft.yaml", "train.time_budget_minutes": 5,
+                     "load_average_1min_at_start": round(load_before[0], 2), "load_average_1min_at_end": round(load_after[0], 2)},
+        "units": {"seconds_per_iteration_median": "s", "strict_accuracy": "share of samples", "referee_accuracy": "share of samples"},
+        "records": [r for r in (base, trained) if r is not None],
+        "notes": args.note or "",
     }
-    out = Path(args.out) if args.out else ROOT / "results" / "suite" / f"{result['date']}_{machine['kind']}_default_run{args.suffix}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"{out}: {len(train)} iterations, {result['seconds_per_iteration']} s each; {result['first_eval']} -> {result['last_eval']}")
+    out = Path(args.out) if args.out else ROOT / "results" / "default-run" / f"default_run_5min_{machine['kind']}{args.suffix}.json"
+    _write(result, out)
+    print(f"{out}: {len(train)} iterations, median {trained['seconds_per_iteration_median']} s each; {base} -> {trained}")
     return done.returncode
 
 
@@ -138,50 +161,33 @@ def _minutes(seconds: float) -> str:
 
 
 def table(args) -> int:
-    files = [Path(p) for p in args.files]
-    defaults = sorted(p for p in files if "iterations" in json.loads(p.read_text()))
-    if defaults:
-        print("| CPU (kind, cores) | date, commit | command | iterations in the budget | seconds per iteration (median, range) | "
-              "held-out strict accuracy | held-out referee accuracy | load average (1 min) at start / end |")
-        print("|---|---|---|---|---|---|---|---|")
-        for path in defaults:
-            r = json.loads(path.read_text())
-            m, s, a, b = r["machine"], r["seconds_per_iteration"] or {}, r["first_eval"] or {}, r["last_eval"] or {}
-            note = f" ({r['note']})" if r.get("note") else ""
-            print(f"| {m['cpu']} ({m['kind']}, {m['cores']} cores) | {r['date']}, {r['commit']} | `{r['command']}` | "
-                  f"{r['iterations']}{note} | {s.get('median')} ({s.get('min')}-{s.get('max')}) | "
-                  f"{a.get('strict_accuracy')} -> {b.get('strict_accuracy')} | {a.get('referee_accuracy')} -> "
-                  f"{b.get('referee_accuracy')} | {r['load_average_before'][0]} / {r['load_average_after'][0]} |")
-        print()
-    files = sorted(p for p in files if p not in defaults)
-    if not files:
-        return 0
-    print("| CPU (kind, cores) | date, commit | command | tests | wall time | load average (1 min) at start / end | slowest test |")
-    print("|---|---|---|---|---|---|---|")
-    for path in files:
+    """The suite files' table: one row per file (the default runs have their own table in getting-started.md)."""
+    print("| machine | date, commit | command | tests | wall time | CPU seconds of the tests | load average (1 min) at start / end | slowest test (CPU) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for path in sorted(Path(p) for p in args.files):
         r = json.loads(path.read_text())
-        m, c = r["machine"], r["counts"]
-        slowest = r["durations"][0] if r["durations"] else {"test": "-", "seconds": 0}
-        failed = c.get("failures", 0) + c.get("errors", 0)
-        tests = f"{c.get('passed', 0)} passed, {failed} failed, {c.get('skipped', 0)} skipped"
-        note = f" ({r['note']})" if r.get("note") else ""
-        print(f"| {m['cpu']} ({m['kind']}, {m['cores']} cores) | {r['date']}, {r['commit']} | `{r['command']}` | {tests} | "
-              f"{_minutes(r['wall_seconds'])}{note} | {r['load_average_before'][0]} / {r['load_average_after'][0]} | "
-              f"`{slowest['test']}` {slowest['seconds']:.0f} s |")
+        suite, tests = r["records"][0], [t for t in r["records"][1:] if t.get("cpu_seconds") is not None]
+        slowest = max(tests, key=lambda t: t["cpu_seconds"]) if tests else {"group": "-", "cpu_seconds": 0}
+        failed = (suite.get("failures") or 0) + (suite.get("errors") or 0)
+        note = f" ({r['notes']})" if r.get("notes") else ""
+        st = r.get("settings", {})
+        print(f"| {r['machine']} | {r['date']}, {st.get('commit')} | `{r['command']}` | {suite.get('passed')} passed, {failed} failed, "
+              f"{suite.get('skipped')} skipped | {_minutes(suite['wall_seconds'])}{note} | {suite.get('tests_cpu_seconds'):.0f} | "
+              f"{st.get('load_average_1min_at_start')} / {st.get('load_average_1min_at_end')} | `{slowest['group']}` {slowest['cpu_seconds']:.0f} s |")
     return 0
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     sub = p.add_subparsers(dest="what", required=True)
-    r = sub.add_parser("record", help="run a pytest command and write results/suite/<date>_<cpu>.json")
+    r = sub.add_parser("record", help="run a pytest command and write results/test-suite/<date>_<cpu>.json")
     r.add_argument("--command", default="bash scripts/test.sh -p no:cacheprovider -rs",
                    help="the pytest command to time (it gets --junitxml added); default: the README's test command")
     r.add_argument("--note", default="", help="what else ran on the machine meanwhile, said in the table")
     r.add_argument("--suffix", default="", help="appended to the file name, e.g. _contended")
     r.add_argument("--out", default="", help="write here instead")
     r.set_defaults(run=record)
-    d = sub.add_parser("record-default", help="run the default job and write results/suite/<date>_<cpu>_default_run.json")
+    d = sub.add_parser("record-default", help="run the default job and write results/default-run/default_run_5min_<cpu>.json")
     d.add_argument("--command", default="bash scripts/run_default.sh", help="the default run (out_dir and --quiet are added)")
     d.add_argument("--note", default="", help="what else ran on the machine meanwhile, said in the table")
     d.add_argument("--suffix", default="", help="appended to the file name")

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Time the README's test command on this machine and write results/suite/<date>_<cpu kind>.json (command, machine,
+# Time the README's test command on this machine and write results/test-suite/<date>_<cpu kind>.json (command, machine,
 # date, load average, wall time, every test's wall and CPU seconds). Run it on a quiet machine; NOTE="..." says what
 # else ran. DEFAULT_RUN=1 then also times the README's first command (the 5-minute default run) into
-# results/suite/<date>_<cpu kind>_default_run.json. SUITE_COMMAND replaces the test command and PY the Python that
+# results/default-run/default_run_5min_<cpu kind>.json. SUITE_COMMAND replaces the test command and PY the Python that
 # records (e.g. another checkout's venv); further arguments go to scripts/suite_timing.py record (--suffix, --out).
-# The tables in docs/cpu-kinds.md: python scripts/suite_timing.py table results/suite/*.json
+# The tables in docs/cpu-kinds.md: python scripts/suite_timing.py table results/test-suite/*.json
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${SUITE_COMMAND:-}" ]; then
