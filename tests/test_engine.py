@@ -4,6 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import linear_rounding_bound, make_adapted_policy
+from test_torchao_kernels import cpu_torchao  # noqa: F401  (a fixture: torchao's configs on the CPU)
 
 from solrl.models.lora import OLD, adapter, ema_update
 from solrl.precision.engine import ExploreEngine
@@ -50,49 +51,27 @@ def test_int8_kernel_matches_int8_emulation():
     torch.testing.assert_close(real, emulated, rtol=1e-5, atol=1e-4)
 
 
-def test_fp8_kernel_matches_fp8_emulation():
-    """The rowwise FP8 path the GPU takes (torch._scaled_mm, bias in the GEMM's epilogue), run through
-    the CPU's _scaled_mm, against the format's exact emulation: the same codes, fp32 accumulation."""
+def test_the_engine_runs_torchaos_config_and_syncs_it_as_a_fresh_quantize(policy, cpu_torchao, monkeypatch):
+    """The GPU path on the toy: the engine's layers are torchao's Float8 config (the kernel chosen on sm89+), and a
+    sync after the `old` adapter moved gives the velocity of an engine built fresh from the new weights."""
+    from solrl.precision import engine as engine_module
     from solrl.precision.recipes import Kernel
+    from solrl.precision.torchao_kernels import TorchaoLinear
 
-    g = torch.Generator().manual_seed(2)
-    w, x, b = torch.randn(64, 128, generator=g), torch.randn(32, 128, generator=g), torch.randn(64, generator=g)
-    recipe = get_recipe("fp8")
-    real = QuantLinear.from_weight(w, b, recipe, Kernel("scaled_mm_fp8", True, "CPU stand-in"))(x)
-    emulated = F.linear(quantize_dequantize(x, "fp8_e4m3_row"), quantize_dequantize(w, "fp8_e4m3_row"), b)
-    torch.testing.assert_close(real, emulated, rtol=1e-5, atol=1e-4)
-    assert not torch.allclose(real, F.linear(x, w, b), atol=1e-2)  # it did quantize
-
-
-def test_fp8_kernel_keeps_cudas_bias_rule_and_autocast(monkeypatch):
-    """CUDA's _scaled_mm refuses a bias with an fp32 output (the CPU's accepts it): the first SD3.5-L sol_rl run
-    on an H200 failed there, a LayerNorm under bf16 autocast handing an fp32 input to an FP8 linear. The
-    path now adds such a bias after the GEMM, and under autocast returns autocast's dtype as nn.Linear does."""
-    from solrl.precision.recipes import Kernel
-
-    real_scaled_mm = torch._scaled_mm
-
-    def cuda_rule(*args, bias=None, out_dtype=None, **kwargs):
-        if bias is not None and out_dtype == torch.float32:
-            raise RuntimeError("Bias is not supported when out_dtype is set to Float32")
-        return real_scaled_mm(*args, bias=bias, out_dtype=out_dtype, **kwargs)
-
-    monkeypatch.setattr(torch, "_scaled_mm", cuda_rule)
-    g = torch.Generator().manual_seed(3)
-    w, x, b = torch.randn(64, 128, generator=g), torch.randn(2, 16, 128, generator=g), torch.randn(64, generator=g)
-    layer = QuantLinear.from_weight(w, b, get_recipe("fp8"), Kernel("scaled_mm_fp8", True, "CPU stand-in"))
-    emulated = F.linear(quantize_dequantize(x, "fp8_e4m3_row"), quantize_dequantize(w, "fp8_e4m3_row"), b)
-    fp32 = layer(x)
-    assert fp32.dtype == torch.float32 and fp32.shape == (2, 16, 64)
-    torch.testing.assert_close(fp32, emulated, rtol=1e-5, atol=1e-4)
-    with torch.autocast("cpu", torch.bfloat16):
-        mixed = layer(x)
-        assert F.linear(x, w, b).dtype == mixed.dtype == torch.bfloat16
-    # fp32 accumulation, then two bf16 roundings (the bias, the output), each at most 2**-9 of the terms'
-    # sizes (cancellation leaves small outputs with the large terms' error): 2**-8 in all, measured at most
-    # 2**-8.4 over five seeds on an AVX512 EPYC; bounded at twice the model, 2**-7
-    terms = F.linear(quantize_dequantize(x, "fp8_e4m3_row").abs(), quantize_dequantize(w, "fp8_e4m3_row").abs()) + b.abs()
-    assert ((mixed.float() - emulated).abs() <= 2**-7 * terms).all()
+    monkeypatch.setattr(engine_module, "select_kernel", lambda recipe, device: Kernel("torchao_float8", True, "CPU stand-in"))
+    x, t, cond = _inputs(policy)
+    x, t, cond = x[:2], t[:2], policy.encode_prompts(["two red circles", "one blue square"])   # CPU FP8 GEMMs are slow
+    engine = ExploreEngine(policy, _tiny("fp8"))
+    layers = [m for m in engine.model.modules() if isinstance(m, TorchaoLinear)]
+    assert layers and len(layers) == len(engine.report.quantized)
+    before = engine.velocity(x, t, cond)
+    ema_update(policy.transformer, 0.0)                        # old <- default
+    engine.sync(policy)
+    after, fresh = engine.velocity(x, t, cond), ExploreEngine(policy, _tiny("fp8")).velocity(x, t, cond)
+    assert torch.equal(after, fresh) and not torch.equal(after, before)
+    with torch.no_grad(), adapter(policy.transformer, OLD):
+        v_old = policy.velocity(x, t, cond)
+    assert ((after - v_old).norm() / v_old.norm()) < 0.1   # FP8 of the new weights
 
 
 def test_contiguous_linear_hands_the_product_a_contiguous_input(monkeypatch):
@@ -226,3 +205,49 @@ def test_reference_layer_rules_at_the_real_models_sizes(family, name, shape, kep
 
     hidden = {"sd3": 2432, "sana": 2240, "flux": 3072}[family]
     assert MODEL_FAMILIES[family].explore_keep.keeps(name, *shape, hidden) is kept
+
+
+@pytest.fixture(scope="module")
+def sana_policy(tmp_path_factory):
+    from solrl.models import load_policy
+    from solrl.testing.random_pipelines import build_random_pipeline
+
+    path = tmp_path_factory.mktemp("sana")
+    build_random_pipeline("sana", path)
+    return load_policy("sana", str(path), resolution=64, options={"max_sequence_length": 16})
+
+
+def test_sanas_feed_forward_convs_are_quantized_as_the_gemms_they_are(sana_policy):
+    """GLUMBConv's 1x1 convolutions (conv_inverted, conv_point) are quantized like the reference's linear
+    feed-forward; the 3x3 depthwise conv stays. A PointwiseConv computes exactly the conv of the quantized
+    weight on the per-sample quantized pixels."""
+    from solrl.precision.engine import layer_rule, quantized_share
+    from solrl.precision.linear import PointwiseConv
+
+    engine = ExploreEngine(sana_policy, "nvfp4")   # the reference's layers, emulated
+    convs = [n for n in engine.report.quantized if ".ff." in n]
+    assert sorted(convs) == sorted(f"transformer_blocks.{i}.ff.{c}" for i in range(2) for c in ("conv_inverted", "conv_point"))
+    assert not any("conv_depth" in n for n in engine.report.quantized + engine.report.skipped)
+    layer = engine.model.get_submodule("transformer_blocks.0.ff.conv_inverted")
+    conv = sana_policy.transformer.get_submodule("transformer_blocks.0.ff.conv_inverted")
+    assert isinstance(layer, PointwiseConv)
+    x = torch.randn(3, conv.in_channels, 4, 4, generator=torch.Generator().manual_seed(0)) * torch.tensor([1.0, 10.0, 0.1]).view(3, 1, 1, 1)
+    pixels = quantize_dequantize(x.permute(0, 2, 3, 1).reshape(3, 16, -1), "nvfp4_sample").reshape(3, 4, 4, -1).permute(0, 3, 1, 2)
+    weight = quantize_dequantize(conv.weight.detach().reshape(conv.out_channels, -1), "nvfp4_2d").reshape(conv.weight.shape)
+    expected = F.conv2d(pixels, weight, conv.bias.detach())
+    bound = linear_rounding_bound(pixels.permute(0, 2, 3, 1), weight.flatten(1), conv.bias.detach()).permute(0, 3, 1, 2)
+    assert ((layer(x) - expected).abs() <= bound).all()   # the same products, summed in another order
+    share = quantized_share(sana_policy.transformer, layer_rule(sana_policy, engine.recipe, "reference", sana_policy.transformer))
+    assert (share.layers, share.pointwise_convs) == (len(engine.report.quantized), 4) and "4 of them 1x1 convs" in share.line()
+
+
+def test_sanas_engine_with_quantized_convs_runs_the_whole_forward(sana_policy):
+    """The whole SANA forward through the engine (int8, a real CPU kernel, every eligible layer): close to the policy."""
+    g = torch.Generator().manual_seed(1)
+    x, t = torch.randn(2, *sana_policy.sample_shape, generator=g), torch.tensor([0.8, 0.3])
+    cond = sana_policy.encode_prompts(["a red cube", "a blue ball"])
+    engine = ExploreEngine(sana_policy, dataclasses.replace(get_recipe("int8"), min_features=16), layers="all")
+    assert any(n.endswith("ff.conv_point") for n in engine.report.quantized)
+    with torch.no_grad():
+        v = sana_policy.velocity(x, t, cond)
+    assert ((engine.velocity(x, t, cond) - v).norm() / v.norm()) < 0.05

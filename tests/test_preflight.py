@@ -43,7 +43,7 @@ def test_every_preset_is_checked_and_names_what_is_missing(path, tmp_path, monke
 def test_gpu_presets_choose_fp8_on_hopper_and_nvfp4_on_blackwell(path, tmp_path, monkeypatch):
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hub"))
     hopper = _section(run_check(load_config(path), DeviceInfo("cuda", "H200", (9, 0), memory_gib=139.8)), "explore")
-    assert "auto -> fp8" in hopper and "scaled_mm_fp8 (real kernel)" in hopper
+    assert "auto -> fp8" in hopper and "torchao_float8 (real kernel)" in hopper
     blackwell = _section(run_check(load_config(path), B200), "explore")
     assert "auto -> nvfp4" in blackwell and "torchao_nvfp4 (real kernel)" in blackwell
 

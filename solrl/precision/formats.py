@@ -10,7 +10,7 @@ dimension (the reduction dimension of a linear layer's weight and input).
   values do not depend on its batch-mates (Transformer Engine's NVFP4 offers per-row activation
   scales for the same reason).
 - mxfp4 / mxfp8: OCP microscaling, 32-element blocks, power-of-two (E8M0) scales, no tensor scale.
-- fp8_e4m3 (per tensor), fp8_e4m3_row (per row); int8 (symmetric, per row: per output channel
+- fp8_e4m3 (per tensor), fp8_e4m3_row (per row: per output channel of a weight, per token of an activation); int8 (symmetric, per row: per output channel
   for weights, per token for activations).
 """
 from __future__ import annotations
@@ -118,11 +118,13 @@ def mxfp8(x: torch.Tensor) -> torch.Tensor:
     return _mx(x, 8, round_e4m3, E4M3_MAX)        # E4M3: largest value 448 = 1.75 * 2^8
 
 
-def fp8_e4m3(x: torch.Tensor, per_row: bool = False) -> torch.Tensor:
-    xf = x.float()
-    amax = xf.abs().amax(-1, keepdim=True) if per_row else xf.abs().max()
-    scale = torch.where(amax > 0, amax / E4M3_MAX, torch.ones_like(amax))
-    return (round_e4m3(xf / scale) * scale).to(x.dtype)
+def fp8_e4m3(x: torch.Tensor, per_row: bool = False, scale_dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """FP8 E4M3 with the scale amax / 448 computed in `scale_dtype`: float32 here, the input's dtype in torchao's
+    Float8 config (bf16 for a bf16 model: the scale is rounded to bf16, and a value it then pushes past 448 saturates)."""
+    amax = x.abs().amax(-1, keepdim=True) if per_row else x.abs().max()
+    scale = (amax.to(scale_dtype) / E4M3_MAX).float()
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    return (round_e4m3(x.float() / scale) * scale).to(x.dtype)
 
 
 def int8_scales(x: torch.Tensor) -> torch.Tensor:

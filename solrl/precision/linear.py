@@ -1,5 +1,7 @@
-"""QuantLinear: a linear layer computed in a low-precision format, by a real kernel where the
-hardware has one and by exact emulation elsewhere (recipes.select_kernel decides which).
+"""The explore engine's own layers: QuantLinear (a linear layer in a low-precision format, by exact emulation or
+torch._int_mm's int8), ContiguousLinear (its full-precision layers), PointwiseConv (a 1x1 convolution run as the
+GEMM it is, by any of them or by torchao's kernels), and the rule of which layers fit a recipe.
+recipes.select_kernel decides which kernel runs; torchao's configs live in torchao_kernels.py.
 
 Weights are quantized once per `set_weight` (once per explore-engine sync); activations are
 quantized on every call (W4A4 / W8A8) unless the recipe is weight-only.
@@ -12,13 +14,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from . import torchao_kernels
 from .formats import FORMATS, fits_blocks, int8_quantize, quantize_dequantize
 from .recipes import RECIPES, Kernel, Recipe
-
-
-# kernels whose weight is a library tensor subclass, and how each builds it from a full-precision weight
-LIBRARY_WEIGHTS = {"torchao_nvfp4": torchao_kernels.nvfp4_weight, "torchao_mxfp8": torchao_kernels.mxfp8_weight}
 
 
 class ContiguousLinear(torch.nn.Linear):
@@ -33,20 +30,19 @@ class ContiguousLinear(torch.nn.Linear):
 
 
 class QuantLinear(torch.nn.Module):
-    def __init__(self, in_features: int, out_features: int, bias: torch.Tensor | None, recipe: Recipe, kernel: Kernel,
-                 library_dtype: torch.dtype = torch.bfloat16):
+    def __init__(self, in_features: int, out_features: int, bias: torch.Tensor | None, recipe: Recipe, kernel: Kernel):
         super().__init__()
+        if kernel.name not in ("int_mm", "emulated"):
+            raise ValueError(f"QuantLinear runs int_mm or an emulation, not {kernel.name} (torchao_kernels.TorchaoLinear does)")
         self.in_features, self.out_features = in_features, out_features
         self.recipe, self.kernel = recipe, kernel
-        self.library_dtype = library_dtype   # the GEMM output dtype of a library kernel (the model's: bf16 on a GPU)
         self.register_buffer("bias", None if bias is None else bias.detach().clone().float(), persistent=False)
         self.register_buffer("weight_q", torch.empty(0), persistent=False)   # codes or dequantized weight
         self.register_buffer("weight_scale", torch.empty(0), persistent=False)
 
     @classmethod
-    def from_weight(cls, weight: torch.Tensor, bias, recipe: Recipe, kernel: Kernel,
-                    library_dtype: torch.dtype = torch.bfloat16) -> "QuantLinear":
-        layer = cls(weight.shape[1], weight.shape[0], bias, recipe, kernel, library_dtype)
+    def from_weight(cls, weight: torch.Tensor, bias, recipe: Recipe, kernel: Kernel) -> "QuantLinear":
+        layer = cls(weight.shape[1], weight.shape[0], bias, recipe, kernel)
         layer.set_weight(weight)
         return layer
 
@@ -59,15 +55,6 @@ class QuantLinear(torch.nn.Module):
             codes, scale = int8_quantize(w)             # per output channel
             # column-major [in, out] (a transposed view): the layout torchao hands torch._int_mm too
             codes, scale = codes.t(), scale.t().contiguous()
-        elif self.kernel.name == "scaled_mm_fp8":
-            scale = w.abs().amax(1, keepdim=True).clamp_min(1e-12) / 448.0
-            codes = (w / scale).to(torch.float8_e4m3fn).t()          # column-major, as _scaled_mm wants
-            scale = scale.t().contiguous()
-        elif self.kernel.name in LIBRARY_WEIGHTS:                    # a torchao tensor subclass: codes + scales inside
-            new = LIBRARY_WEIGHTS[self.kernel.name](w, self.library_dtype)
-            if not torchao_kernels.copy_into(self.weight_q, new):
-                self.weight_q = new
-            return
         else:
             codes = quantize_dequantize(w, self.recipe.weight_format) if self.recipe.weight_format else w
         self._store("weight_q", codes)
@@ -84,49 +71,70 @@ class QuantLinear(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
         x2 = x.reshape(-1, shape[-1])
-        # real kernels return the input's dtype (a bf16 model stays bf16; the int32 accumulator is scaled
-        # in fp32, an epilogue that compilation fuses); the emulation computes in fp32 as the reference path
+        # the int32 accumulator is scaled in fp32 (an epilogue that compilation fuses); the emulation computes in
+        # fp32 as the reference path; both return what nn.Linear would (autocast's dtype under autocast)
         if self.kernel.name == "int_mm":
             codes, scale = int8_quantize(x2)              # per token
             y = torch._int_mm(codes, self.weight_q).float() * scale * self.weight_scale
-        elif self.kernel.name == "torchao_nvfp4":
-            per_sample = self.recipe.act_format == "nvfp4_sample"
-            return torchao_kernels.nvfp4_linear(x, self.weight_q, self.bias, per_sample).to(x.dtype)
-        elif self.kernel.name == "torchao_mxfp8":
-            return F.linear(x, self.weight_q, None if self.bias is None else self.bias.to(x.dtype)).to(x.dtype)
-        elif self.kernel.name == "scaled_mm_fp8":
-            sx = x2.abs().amax(1, keepdim=True).float().clamp_min(1e-12) / 448.0
-            xq = (x2.float() / sx).to(torch.float8_e4m3fn)
-            out = _output_dtype(x)
-            # the GEMM call torchao's float8 inference makes (bias in the epilogue, fast accumulation):
-            # torchao's path ran 0.8-4% faster than ours without them on an H200 (docs/gpu-acceptance.md).
-            # CUDA's kernel takes a bias only with a 16-bit output, so an fp32 output (fp32 inputs outside
-            # autocast) gets it after the GEMM
-            fused = self.bias is not None and out != torch.float32
-            y = torch._scaled_mm(xq, self.weight_q, scale_a=sx, scale_b=self.weight_scale, out_dtype=out,
-                                 bias=self.bias.to(out) if fused else None, use_fast_accum=True)
-            if self.bias is not None and not fused:
-                y = y + self.bias.float()
-            return y.reshape(*shape[:-1], self.out_features)
         else:  # emulation sees [batch, tokens, in], so a per-sample scale knows the samples
             xs = x.float().reshape(shape[0], -1, shape[-1]) if x.ndim > 1 else x2.float()
             xq = (quantize_dequantize(xs, self.recipe.act_format) if self.recipe.act_format else xs).reshape(-1, shape[-1])
             y = F.linear(xq, self.weight_q)
         if self.bias is not None:
             y = y + self.bias.to(y.dtype)
-        return y.to(x.dtype).reshape(*shape[:-1], self.out_features)
+        return y.to(output_dtype(x)).reshape(*shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
         return f"{self.in_features} -> {self.out_features}, recipe={self.recipe.name}, kernel={self.kernel.name}, real={self.kernel.real}"
 
 
-def _output_dtype(x: torch.Tensor) -> torch.dtype:
+def output_dtype(x: torch.Tensor) -> torch.dtype:
     """The dtype nn.Linear would return here: autocast's where it is on (a LayerNorm under bf16 autocast
     hands the next linear an fp32 input, and that linear returns bf16), else the input's."""
     device = x.device.type
-    if torch.is_autocast_enabled(device):
+    if torch.is_autocast_enabled(device) and x.dtype in (torch.float32, torch.bfloat16, torch.float16):
         return torch.get_autocast_dtype(device)
-    return x.dtype if x.dtype in (torch.bfloat16, torch.float16) else torch.float32
+    return x.dtype
+
+
+def is_pointwise_conv(module: torch.nn.Module) -> bool:
+    """A 1x1 convolution over all channels (stride 1, no padding): per pixel, a linear layer [out, in]."""
+    return (isinstance(module, torch.nn.Conv2d) and module.kernel_size == (1, 1) and module.groups == 1
+            and module.stride == (1, 1) and module.dilation == (1, 1) and module.padding in ((0, 0), "valid"))
+
+
+def layer_features(module: torch.nn.Module) -> tuple[int, int] | None:
+    """(in, out) of a layer the engine can run as a GEMM (a linear layer or a pointwise conv), else None."""
+    if isinstance(module, torch.nn.Linear):
+        return module.in_features, module.out_features
+    if is_pointwise_conv(module):
+        return module.in_channels, module.out_channels
+    return None
+
+
+class PointwiseConv(torch.nn.Module):
+    """A 1x1 convolution run as the GEMM it is: [batch, in, h, w] -> the pixels as tokens [batch, h * w, in] ->
+    `linear` (any of the engine's linear layers, so the per-sample activation scales still see the samples)
+    -> [batch, out, h, w]. SANA's feed-forward (GLUMBConv) holds two such convolutions; the Sol-RL reference
+    runs them as linear layers and quantizes them."""
+
+    def __init__(self, linear: torch.nn.Module):
+        super().__init__()
+        self.linear = linear
+
+    @torch.no_grad()
+    def set_weight(self, weight: torch.Tensor) -> None:
+        """A new conv weight [out, in, 1, 1] (or [out, in]) into the GEMM's layer, in place."""
+        weight = weight.reshape(weight.shape[0], -1)
+        if hasattr(self.linear, "set_weight"):
+            self.linear.set_weight(weight)
+        else:   # a full-precision ContiguousLinear
+            self.linear.weight.copy_(weight)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, channels, height, width = x.shape
+        tokens = x.permute(0, 2, 3, 1).reshape(batch, height * width, channels)
+        return self.linear(tokens).reshape(batch, height, width, -1).permute(0, 3, 1, 2)
 
 
 def should_quantize(name: str, in_features: int, out_features: int, recipe: Recipe) -> bool:
@@ -146,7 +154,7 @@ class QuantReport:
 
     def summary(self) -> str:
         kind = "real kernel" if self.kernel.real else "EMULATED"
-        return (f"{len(self.quantized)} linear layers -> {self.kernel.name} ({kind}: {self.kernel.note}); "
+        return (f"{len(self.quantized)} linear and 1x1-conv layers -> {self.kernel.name} ({kind}: {self.kernel.note}); "
                 f"{len(self.skipped)} kept in full precision")
 
 

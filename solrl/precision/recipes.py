@@ -44,6 +44,9 @@ RECIPES = {
     "nvfp4": Recipe("nvfp4", "nvfp4_2d", "nvfp4_sample"),
     "nvfp4_tensor": Recipe("nvfp4_tensor", "nvfp4_2d", "nvfp4"),
     "nvfp4_weight_only": Recipe("nvfp4_weight_only", "nvfp4_2d", None),
+    # torchao's NVFP4 config (the real FP4 GEMM on sm100+): 1x16 blocks for weights and activations, one FP32
+    # scale per tensor (the activations' per call, so over the whole batch)
+    "nvfp4_1x16": Recipe("nvfp4_1x16", "nvfp4", "nvfp4"),
 }
 NVFP4_GEMM = (10, 0)   # FP4 tensor cores: Blackwell (sm100 B200/GB200, sm120 RTX 50xx / RTX PRO 6000)
 FP8_GEMM = (8, 9)      # FP8 tensor cores: Ada (sm89) and Hopper (sm90)
@@ -73,12 +76,42 @@ def cpu_label() -> str:
     return f"{name} ({', '.join(_matrix_extensions(flags)) or 'no AVX2'})"
 
 
+# torchao releases the explore kernels were tested with (its configs' arguments and its subclasses' layouts move
+# between releases; the prototype NVFP4 / MX configs most): lowest included, highest excluded
+TORCHAO_TESTED = ("0.18.0", "0.19.0")
+TORCHAO_FIX = "pip install torchao==0.18.0"
+
+
 def torchao_version() -> str | None:
-    """The installed torchao's version, None without it (its NVFP4 / MX kernels serve Blackwell)."""
+    """The installed torchao's version, None without it (its FP8, NVFP4 and MX configs are the GPU explore kernels)."""
     try:
         return importlib.metadata.version("torchao")
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def torchao_problem(version: str | None) -> str | None:
+    """Why torchao `version` cannot serve the explore kernels (missing, or outside TORCHAO_TESTED), None when it can."""
+    from packaging.version import InvalidVersion, Version
+
+    low, high = TORCHAO_TESTED
+    if version is None:
+        return f"torchao is not installed ({TORCHAO_FIX})"
+    try:
+        public = Version(Version(version).public)   # a CUDA build's 0.18.0+cu128 is 0.18.0; a nightly before it is not
+    except InvalidVersion:
+        public = None
+    if public is None or not Version(low) <= public < Version(high):
+        return (f"torchao {version} is outside the tested range (>={low}, <{high}): its FP8 / NVFP4 / MX configs are "
+                f"not used ({TORCHAO_FIX})")
+    return None
+
+
+def torchao_status(info: "DeviceInfo | None" = None) -> str:
+    """One line for `solrl check` and the training log: the torchao version and whether the explore kernels use it."""
+    version = info.torchao if info is not None else torchao_version()
+    problem = torchao_problem(version)
+    return problem or f"torchao {version} (tested range >={TORCHAO_TESTED[0]}, <{TORCHAO_TESTED[1]})"
 
 
 @dataclass(frozen=True)
@@ -101,6 +134,10 @@ class DeviceInfo:
 
     def at_least(self, capability: tuple[int, int]) -> bool:
         return self.type == "cuda" and self.capability is not None and self.capability >= capability
+
+    @property
+    def torchao_usable(self) -> bool:
+        return torchao_problem(self.torchao) is None
 
 
 def device_info(device: torch.device | str = "cpu") -> DeviceInfo:
@@ -125,13 +162,15 @@ def choose_auto(device) -> tuple[str, str]:
     info = _as_info(device)
     if info.type == "cuda":
         sm = "sm{}{}".format(*(info.capability or (0, 0)))
+        if info.at_least(FP8_GEMM) and not info.torchao_usable:
+            return "bf16", (f"{sm} has {'FP4 and ' if info.at_least(NVFP4_GEMM) else ''}FP8 tensor cores, but "
+                            f"{torchao_problem(info.torchao)}; bf16 with the LoRA merged until then")
         if info.at_least(NVFP4_GEMM):
-            if info.torchao:
-                return "nvfp4", f"{sm} has FP4 tensor cores: NVFP4 GEMMs through torchao {info.torchao}"
-            return "fp8", (f"{sm} has FP4 tensor cores, but NVFP4 needs torchao (pip install torchao==0.18.0); "
-                           "FP8 (torch._scaled_mm) until then")
+            return "nvfp4_1x16", f"{sm} has FP4 tensor cores: NVFP4 GEMMs through torchao {info.torchao}'s NVFP4 config"
         if info.at_least(FP8_GEMM):
-            return "fp8", f"{sm} has FP8 tensor cores (torch._scaled_mm, rowwise scales) and no FP4 GEMM (that needs sm100+)"
+            return "fp8", (f"{sm} has FP8 tensor cores and no FP4 GEMM (that needs sm100+): torchao {info.torchao}'s "
+                           "Float8 config, rowwise (it ran 0.8-4% faster than a hand-written _scaled_mm on an H200, "
+                           "docs/gpu-acceptance.md)")
         if info.at_least(BF16_GEMM):
             return "bf16", (f"{sm} has no FP8; int8 (torch._int_mm) ran slower than bf16 even compiled on Hopper "
                             "(docs/gpu-acceptance.md), so bf16 with the LoRA merged")
@@ -158,7 +197,7 @@ def get_recipe(name: str, device=None) -> Recipe:
 
 @dataclass(frozen=True)
 class Kernel:
-    name: str     # fp32 | bf16 | int_mm | scaled_mm_fp8 | torchao_nvfp4 | torchao_mxfp8 | emulated
+    name: str     # fp32 | bf16 | int_mm | torchao_float8 | torchao_nvfp4 | torchao_mx | emulated
     real: bool    # a real low-precision kernel (True) or exact emulation in fp32 (False)
     note: str = ""
 
@@ -172,17 +211,22 @@ def _cpu_support(info: DeviceInfo, dtype: str) -> str:
     return f"{info.name} has no {'/'.join(wanted)}: {dtype} products run without hardware support, likely slower than fp32"
 
 
-def _blackwell_kernel(recipe: Recipe, info: DeviceInfo) -> Kernel | None:
-    """torchao's NVFP4 / MXFP8 GEMMs on sm100+ (cuBLAS block-scaled FP4 / FP8 through torch._scaled_mm)."""
-    if not info.at_least(NVFP4_GEMM) or not info.torchao:
+def _torchao_kernel(recipe: Recipe, info: DeviceInfo) -> Kernel | None:
+    """torchao's configs (torchao_kernels.py): Float8 rowwise on sm89+, NVFP4 and MX on sm100+; None where the
+    device or the installed torchao cannot run `recipe` through them."""
+    if not info.at_least(FP8_GEMM) or not info.torchao_usable:
         return None
-    sm = "sm{}{}".format(*info.capability)
-    if recipe.weight_format == "nvfp4_2d" and recipe.act_format in ("nvfp4", "nvfp4_sample"):
-        scales = "per sample" if recipe.act_format == "nvfp4_sample" else "per tensor"
-        return Kernel("torchao_nvfp4", True, f"NVFP4 x NVFP4 GEMM on {sm} through torchao {info.torchao} "
-                                             f"(16x16 weight tiles, 1x16 activation blocks, activation scale {scales})")
-    if recipe.weight_format == recipe.act_format == "mxfp8":
-        return Kernel("torchao_mxfp8", True, f"MXFP8 x MXFP8 GEMM on {sm} through torchao {info.torchao}")
+    sm, ao = "sm{}{}".format(*info.capability), f"torchao {info.torchao}"
+    formats = (recipe.weight_format, recipe.act_format)
+    if formats == ("fp8_e4m3_row", "fp8_e4m3_row"):
+        return Kernel("torchao_float8", True, f"FP8 E4M3 rowwise GEMM on {sm}: {ao} Float8DynamicActivationFloat8WeightConfig(PerRow)")
+    if not info.at_least(NVFP4_GEMM):
+        return None
+    if formats == ("nvfp4", "nvfp4"):
+        return Kernel("torchao_nvfp4", True, f"NVFP4 x NVFP4 GEMM on {sm}: {ao} NVFP4DynamicActivationNVFP4WeightConfig "
+                                             "(1x16 blocks, one FP32 scale per tensor)")
+    if formats in (("mxfp8", "mxfp8"), ("mxfp4", "mxfp4")):
+        return Kernel("torchao_mx", True, f"{recipe.weight_format.upper()} GEMM on {sm}: {ao} MXDynamicActivationMXWeightConfig (FLOOR scales)")
     return None
 
 
@@ -199,11 +243,9 @@ def select_kernel(recipe: Recipe, device) -> Kernel:
     if recipe.weight_format == "int8" and recipe.act_format == "int8":
         note = "int8 tensor cores" if cuda else _cpu_support(info, "int8")
         return Kernel("int_mm", True, f"torch._int_mm int8 x int8 -> int32; {note}")
-    if recipe.weight_format == recipe.act_format == "fp8_e4m3_row" and info.at_least(FP8_GEMM):
-        return Kernel("scaled_mm_fp8", True, "torch._scaled_mm FP8 E4M3 on sm{}{}".format(*info.capability))
-    blackwell = _blackwell_kernel(recipe, info)
-    if blackwell is not None:
-        return blackwell
+    library = _torchao_kernel(recipe, info)
+    if library is not None:
+        return library
     return Kernel("emulated", False, f"{recipe.name} emulated: exact numerics, fp32 matmul, no speed-up on {info.label}"
                                      f"{_missing_hardware(recipe, info)}")
 
@@ -213,13 +255,25 @@ def _missing_hardware(recipe: Recipe, info: DeviceInfo) -> str:
     formats = {recipe.weight_format, recipe.act_format}
     if recipe.act_format is None:
         return " (weight-only: the weights are dequantized for a full-precision matmul on every device)"
-    if formats & {"nvfp4", "nvfp4_2d", "nvfp4_sample"} or formats == {"mxfp8"}:
-        if info.at_least(NVFP4_GEMM):
-            return " (this GPU has the tensor cores, but torchao is missing: pip install torchao==0.18.0)"
-        return " (a real kernel needs sm100+: B200 / GB200, RTX 50xx)"
-    if formats == {"fp8_e4m3_row"}:
-        return " (a real FP8 kernel needs sm89+: L40S, H100 / H200, B200)"
+    if "nvfp4_2d" in formats or "nvfp4_sample" in formats:
+        return (" (16x16 weight tiles and per-sample scales, as Transformer Engine's recipe, have no torchao config; "
+                "the real NVFP4 GEMM on sm100+ runs nvfp4_1x16)")
+    needs = "sm100+: B200 / GB200, RTX 50xx" if formats & {"nvfp4", "mxfp8", "mxfp4"} else "sm89+: L40S, H100 / H200, B200"
+    if formats & {"nvfp4", "mxfp8", "mxfp4", "fp8_e4m3_row"} and formats <= {"nvfp4", "mxfp8", "mxfp4", "fp8_e4m3_row"}:
+        if info.type == "cuda" and info.at_least(FP8_GEMM) and not info.torchao_usable:
+            return f" ({torchao_problem(info.torchao)})"
+        return f" (a real kernel needs {needs}, through torchao's configs)"
     return " (no device runs this format in hardware through solrl yet)"
+
+
+# bytes an explore engine stores per weight of a quantized layer, by the format its real kernel keeps (codes and
+# block scales; a row's or a tensor's scale is negligible); an emulation keeps the dequantized weight in fp32
+_STORED_BYTES = {"int8": 1.0, "fp8_e4m3_row": 1.0, "nvfp4": 0.5 + 1 / 16, "mxfp8": 1 + 1 / 32, "mxfp4": 0.5 + 1 / 32}
+
+
+def stored_bytes_per_weight(recipe: Recipe, kernel: Kernel) -> float:
+    """Memory per weight of a layer the engine quantizes with `recipe` run by `kernel` (for `solrl check`)."""
+    return _STORED_BYTES.get(recipe.weight_format, 4.0) if kernel.real else 4.0
 
 
 class EmulationRefused(ConfigError):

@@ -1,103 +1,118 @@
-"""Blackwell's real NVFP4 and MXFP8 GEMMs (sm100+), through torchao's tensor subclasses and cuBLAS's
-block-scaled `torch._scaled_mm`: no kernel of our own.
+"""The explore engine's library kernels: torchao's maintained inference configs, applied with `quantize_`.
 
-- NVFP4: the weight is solrl's exact `nvfp4_2d` (TE's 16x16 tiles): a tile's scale repeated over its
-  16 rows is a valid 1x16-block scale, so torchao's `NVFP4Tensor` carries the same codes and values as
-  the emulation. Activations are quantized by torchao's `nvfp4_quantize` in 1x16 blocks, with the FP32
-  scale per sample (recipe `nvfp4`: rows get their sample's scale, applied after the GEMM) or per tensor
-  (`nvfp4_tensor`: torchao's own dynamic path).
-- MXFP8: torchao's `MXTensor` for weight and activation (OCP scales, FLOOR rounding, as formats.mxfp8).
-A resync writes new codes and scales into the subclass's own tensors, so a compiled engine keeps its graph.
-torchao is imported here only, on first use (its import is slow and noisy on machines without its kernels).
+- `torchao_float8` (recipe fp8, sm89+): `Float8DynamicActivationFloat8WeightConfig(granularity=PerRow())`,
+  rowwise FP8 E4M3 weights and per-token activations, the GEMM by `torch._scaled_mm` with the bias in its
+  epilogue and fast accumulation (torchao's choice).
+- `torchao_nvfp4` (recipe nvfp4_1x16, sm100+): `NVFP4DynamicActivationNVFP4WeightConfig`, 1x16 blocks with
+  E4M3 scales for weights and activations, one FP32 scale per tensor (the activations' per call).
+- `torchao_mx` (recipes mxfp8 / mxfp4, sm100+): `MXDynamicActivationMXWeightConfig` with OCP's FLOOR scales.
+
+What torchao has no equivalent for stays here: the sync of a new `old` policy into the layer already in
+place (a compiled engine keeps its graph), and the dtype contract (`nn.Linear`'s, autocast included).
+Every config quantizes a bf16 weight (the FP8 and MX configs accept no other) and gets bf16 activations.
+torchao is imported on first use only (slow, and noisy without CUDA). The versions this was tested with:
+recipes.TORCHAO_TESTED.
 """
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-from .formats import E2M1_MAX, E4M3_MAX, nvfp4_2d_parts
+from .linear import output_dtype
 
-BLOCK = 16      # NVFP4 block along the reduction dim
-MX_BLOCK = 32
-
-
-def _swizzled(block_scales: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
-    """[rows, cols / 16] E4M3 block scales in the blocked layout cuBLAS reads (as NVFP4Tensor.to_nvfp4 stores them)."""
-    from torchao.prototype.mx_formats.utils import hp_data_dims_to_swizzled_scale_dims_nvfp4, to_blocked
-
-    return to_blocked(block_scales.reshape(rows, cols // BLOCK)).flatten().view(*hp_data_dims_to_swizzled_scale_dims_nvfp4(rows, cols))
+LIBRARY_DTYPE = torch.bfloat16
+TORCHAO_KERNELS = ("torchao_float8", "torchao_nvfp4", "torchao_mx")
 
 
-def _packed_codes(values: torch.Tensor) -> torch.Tensor:
-    """Exact E2M1 values -> two 4-bit codes per byte, torchao's packing."""
-    from torchao.prototype.mx_formats.kernels import f32_to_f4_unpacked, pack_uint4
-
-    return pack_uint4(f32_to_f4_unpacked(values.contiguous()))
-
-
-def nvfp4_weight(weight: torch.Tensor, dtype: torch.dtype):
-    """An `NVFP4Tensor` [out, in] holding solrl's 16x16-tile NVFP4 of `weight` (exactly formats.nvfp4_2d)."""
-    from torchao.prototype.mx_formats.nvfp4_tensor import NVFP4Tensor, QuantizeTensorToNVFP4Kwargs
-
-    rows, cols = weight.shape
-    values, tile_scales, tensor_scale = nvfp4_2d_parts(weight)
-    block_scales = tile_scales.expand(rows // BLOCK, BLOCK, cols // BLOCK, 1).reshape(rows, cols // BLOCK)
-    act = QuantizeTensorToNVFP4Kwargs(is_swizzled_scales=True, use_dynamic_per_tensor_scale=True)
-    return NVFP4Tensor(_packed_codes(values.reshape(rows, cols)), _swizzled(block_scales.to(torch.float8_e4m3fn), rows, cols),
-                       BLOCK, dtype, tensor_scale.reshape(()).float(), None, True, False, act)
-
-
-def nvfp4_activation(x2: torch.Tensor, tensor_scale: torch.Tensor):
-    """torchao's NVFP4 of activations [rows, in] in 1x16 blocks, with an FP32 scale per row ([rows]):
-    (E4M3 block scales [rows, in / 16], packed codes [rows, in / 2])."""
-    from torchao.prototype.mx_formats.nvfp4_tensor import nvfp4_quantize
-
-    return nvfp4_quantize(x2.contiguous(), BLOCK, tensor_scale.reshape(-1, 1, 1))
-
-
-def sample_scales(x: torch.Tensor) -> torch.Tensor:
-    """Each sample's FP32 NVFP4 tensor scale (formats.nvfp4 with per_sample=True), one per row of x2."""
-    amax = x.float().abs().reshape(x.shape[0], -1).amax(1)
-    scale = torch.where(amax > 0, amax / (E4M3_MAX * E2M1_MAX), 1.0)
-    return scale.repeat_interleave(x[0].numel() // x.shape[-1])
-
-
-def nvfp4_linear(x: torch.Tensor, weight, bias: torch.Tensor | None, per_sample: bool) -> torch.Tensor:
-    """y = x W^T + b with both operands in NVFP4 (the GEMM on FP4 tensor cores); x [batch, ..., in]."""
-    if not per_sample:   # torchao's dynamic path: one activation scale over the whole batch
-        return F.linear(x, weight, None if bias is None else bias.to(x.dtype))
-    from torchao.prototype.mx_formats.nvfp4_tensor import NVFP4Tensor
-
-    rows_scale = sample_scales(x)
-    x2 = x.reshape(-1, x.shape[-1])
-    block_scales, codes = nvfp4_activation(x2, rows_scale)
-    a = NVFP4Tensor(codes, _swizzled(block_scales, *x2.shape), BLOCK, x.dtype, None, None, True, False, None)
-    y = F.linear(a, weight) * rows_scale.to(x.dtype).unsqueeze(1)   # the GEMM applied the weight's tensor scale
-    if bias is not None:
-        y = y + bias.to(y.dtype)
-    return y.reshape(*x.shape[:-1], y.shape[-1])
-
-
-def mxfp8_weight(weight: torch.Tensor, dtype: torch.dtype, emulated: bool = False):
-    """An `MXTensor` [out, in] in MXFP8 whose activations are quantized alike on every call; `emulated`
-    runs torchao's own dequantize-and-matmul (a CPU check of the wiring, not a speed path)."""
-    from torchao.prototype.mx_formats.config import ScaleCalculationMode
-    from torchao.prototype.mx_formats.mx_tensor import MXTensor, QuantizeTensorToMXKwargs
+def torchao_config(kernel: str, weight_format: str | None = None, emulated: bool = False):
+    """torchao's config for one of TORCHAO_KERNELS (`weight_format` picks MX's element type); `emulated` asks
+    torchao's own dequantize-and-matmul where the config has one (MX: a CPU check of the wiring)."""
     from torchao.quantization.quantize_.common.kernel_preference import KernelPreference
 
-    kernel = KernelPreference.EMULATED if emulated else KernelPreference.AUTO
-    act = QuantizeTensorToMXKwargs(elem_dtype=torch.float8_e4m3fn, block_size=MX_BLOCK, scaling_mode=ScaleCalculationMode.FLOOR,
-                                   kernel_preference=kernel, is_swizzled_scales=not emulated)
-    return MXTensor.to_mx(weight.to(dtype).contiguous(), torch.float8_e4m3fn, MX_BLOCK, ScaleCalculationMode.FLOOR, kernel,
-                          act, is_swizzled_scales=not emulated)
+    preference = KernelPreference.EMULATED if emulated else KernelPreference.AUTO
+    if kernel == "torchao_float8":
+        from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow
+
+        # set_inductor_config=False: torchao's global inductor settings would also change how the policy compiles
+        return Float8DynamicActivationFloat8WeightConfig(granularity=PerRow(), set_inductor_config=False)
+    if kernel == "torchao_nvfp4":
+        from torchao.prototype.mx_formats import NVFP4DynamicActivationNVFP4WeightConfig
+
+        # the MSLK Triton quantizer is a separate package the GPU machines lack; torch's path compiles with its neighbours
+        return NVFP4DynamicActivationNVFP4WeightConfig(use_triton_kernel=False, use_dynamic_per_tensor_scale=True)
+    if kernel == "torchao_mx":
+        from torchao.prototype.mx_formats import MXDynamicActivationMXWeightConfig, ScaleCalculationMode
+
+        elements = torch.float4_e2m1fn_x2 if weight_format == "mxfp4" else torch.float8_e4m3fn
+        return MXDynamicActivationMXWeightConfig(activation_dtype=elements, weight_dtype=elements, block_size=32,
+                                                 kernel_preference=preference, scaling_mode=ScaleCalculationMode.FLOOR)
+    raise ValueError(f"unknown torchao kernel {kernel!r}; choose one of {', '.join(TORCHAO_KERNELS)}")
 
 
-def copy_into(current, new) -> bool:
-    """Write a re-quantized weight into the subclass already in place (same layout): a compiled engine
-    reads the same tensors and does not recompile. False when the layouts differ."""
-    names = [n for n in ("qdata", "scale", "per_tensor_scale") if getattr(current, n, None) is not None]
-    if type(current) is not type(new) or any(getattr(current, n).shape != getattr(new, n).shape for n in names):
+def quantized_linear(weight: torch.Tensor, bias: torch.Tensor | None, config) -> torch.nn.Linear:
+    """A bf16 nn.Linear holding `weight` [out, in], quantized by torchao's `quantize_` with `config`."""
+    from torchao.quantization import quantize_
+
+    out_features, in_features = weight.shape
+    linear = torch.nn.Linear(in_features, out_features, bias=bias is not None, device=weight.device, dtype=LIBRARY_DTYPE)
+    with torch.no_grad():
+        linear.weight.copy_(weight)
+        if bias is not None:
+            linear.bias.copy_(bias)
+    quantize_(linear.requires_grad_(False), config)
+    return linear
+
+
+def inner_tensors(weight: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The plain tensors a torchao subclass is made of, by name, through torch's subclass protocol
+    (`__tensor_flatten__`): whatever a release calls its codes and scales, all of them."""
+    names, _ = weight.__tensor_flatten__()
+    return {name: getattr(weight, name) for name in names}
+
+
+def copy_into(current: torch.Tensor, new: torch.Tensor) -> bool:
+    """Write a re-quantized weight into the subclass already in place, every inner tensor, so a compiled engine
+    reads the same tensors and does not recompile. False (nothing written) when anything but the values differs:
+    the class, the names of the inner tensors, their shapes, dtypes or strides, or the subclass's attributes."""
+    if type(current) is not type(new) or current.__tensor_flatten__()[1] != new.__tensor_flatten__()[1]:
         return False
-    for n in names:
-        getattr(current, n).copy_(getattr(new, n))
+    old_parts, new_parts = inner_tensors(current), inner_tensors(new)
+    if old_parts.keys() != new_parts.keys() or any(
+            (a.shape, a.dtype, a.stride()) != (b.shape, b.dtype, b.stride()) for a, b in
+            ((old_parts[n], new_parts[n]) for n in old_parts)):
+        return False
+    for name, part in old_parts.items():
+        part.copy_(new_parts[name])
     return True
+
+
+class TorchaoLinear(torch.nn.Module):
+    """An explore-engine linear layer computed by one of torchao's configs; returns what nn.Linear returns
+    for the same input (autocast's dtype where autocast is on, else the input's)."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, kernel: str, weight_format: str | None = None,
+                 emulated: bool = False):
+        super().__init__()
+        self.in_features, self.out_features = weight.shape[1], weight.shape[0]
+        self.kernel = kernel
+        self.config = torchao_config(kernel, weight_format, emulated)
+        self.linear = quantized_linear(weight.detach(), None if bias is None else bias.detach(), self.config)
+        if not hasattr(self.linear.weight, "__tensor_flatten__"):   # torchao skips some shapes silently (FP8: dims % 16)
+            raise ValueError(f"torchao's {type(self.config).__name__} left a {tuple(weight.shape)} weight unquantized; "
+                             "keep this layer in full precision (its dims must be multiples of 16)")
+
+    @torch.no_grad()
+    def set_weight(self, weight: torch.Tensor) -> None:
+        """The sync: torchao quantizes the new weight as it would a fresh layer; its codes and scales are
+        written into the tensors in place (a new subclass only if the layout changed)."""
+        fresh = quantized_linear(weight.detach(), None, self.config).weight
+        if not copy_into(self.linear.weight, fresh):
+            self.linear.weight = fresh
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # torchao's subclasses compute in the activation's dtype and bypass autocast: bf16 in (contiguous: the NVFP4
+        # path views it as 2-D), then nn.Linear's dtype out
+        return F.linear(x.to(LIBRARY_DTYPE).contiguous(), self.linear.weight, self.linear.bias).to(output_dtype(x))
+
+    def extra_repr(self) -> str:
+        return f"{self.in_features} -> {self.out_features}, kernel={self.kernel}, config={type(self.config).__name__}"
