@@ -117,10 +117,10 @@ def key_rows(results: dict, base: str) -> list[list[str]]:
                  f"{naive['rollout_seconds']:.2f} s ({ratio(naive['rollout_seconds'], sol['rollout_seconds'])}); explore cost "
                  f"{sol['explore_cost_per_image_step']:.2f} of a regeneration step (paper: about 0.3)", c])
     g = results["gpu/engine_sd35m_h200_reference_layers"]
-    pol, fp8 = record(g, "lora_policy", compile="compiled"), record(g, "fp8", compile="compiled")
+    pol, fp8 = record(g, "lora_policy", compile="compiled"), record(g, "fp8_torchao", compile="compiled")
     ns, sr = record(g, "rollout naive_scaling", compile="compiled"), record(g, "rollout sol_rl", compile="compiled")
-    rows.append(["SD3.5-M size, 1024 px, compiled", f"fp8 engine forward {ratio(pol['forward_ms'], fp8['forward_ms'])} the LoRA policy's; "
-                 f"rollout {sr['rollout_seconds']:.1f} s against naive_scaling {ns['rollout_seconds']:.1f} s "
+    rows.append(["SD3.5-M size, 1024 px, compiled", f"torchao's Float8 engine forward {ratio(pol['forward_ms'], fp8['forward_ms'])} the LoRA policy's; "
+                 f"rollout (solrl's own FP8 of then) {sr['rollout_seconds']:.1f} s against naive_scaling {ns['rollout_seconds']:.1f} s "
                  f"({ratio(ns['rollout_seconds'], sr['rollout_seconds'])})", g])
     s = results["gpu/sd35l_preset_h200"]
     sol, naive = record(s, "sol_rl", call="second call"), record(s, "naive_scaling", call="second call")
