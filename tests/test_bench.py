@@ -77,6 +77,20 @@ def test_runs_go_seed_by_seed_so_a_slow_stretch_falls_on_every_family(tmp_path, 
     assert list(results) == ["diffusionnft", "sol_rl"] and len(results["sol_rl"]["seed_evals"]) == 2
 
 
+def test_a_later_seed_start_runs_seeds_no_study_saw(tmp_path, monkeypatch):
+    from solrl.cli import build_parser
+
+    runs = _stand_in_trainer(monkeypatch)
+    run_convergence(0.1, str(tmp_path / "a"), ["diffusionnft", "sol_rl"], seeds=2, seed_start=100)
+    assert list(runs) == ["diffusionnft__seed100", "sol_rl__seed100", "diffusionnft__seed101", "sol_rl__seed101"]
+    assert [cfg.seed for cfg in runs.values()] == [100, 100, 101, 101]
+    runs.clear()
+    run_convergence(0.1, str(tmp_path / "b"), ["sol_rl"], seeds=1, seed_start=7)  # one seed, still named by it
+    assert list(runs) == ["sol_rl__seed7"]
+    args = build_parser().parse_args(["bench", "convergence", "--seeds", "20", "--seed-start", "100"])
+    assert (args.seeds, args.seed_start) == (20, 100)
+
+
 def test_mean_interval_is_the_student_t_interval():
     mean, half = mean_interval([1.0, 2.0, 3.0])
     # sd 1, se 1/sqrt(3), t(0.975, 2) = 4.3027: half-width 2.4842

@@ -35,9 +35,10 @@ def run(args) -> int:
                                                        args.skip_existing)
         print(objectives.write_objective_report(results, args.out, command, args.target).read_text())
         return 0
-    if args.seeds < 1:
-        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
-    results = run_convergence(args.minutes, args.out, families, args.overrides, args.skip_existing, args.seeds, variants)
+    if args.seeds < 1 or args.seed_start < 0:
+        raise ValueError(f"--seeds must be >= 1 and --seed-start >= 0, got {args.seeds} and {args.seed_start}")
+    results = run_convergence(args.minutes, args.out, families, args.overrides, args.skip_existing, args.seeds, variants,
+                              args.seed_start)
     print(write_convergence_report(results, args.out, command, args.target).read_text())
     return 0
 
@@ -56,7 +57,10 @@ def add_parser(sub) -> None:
     p.add_argument("--out", default="runs/convergence", help="directory for the runs, convergence.png/.md/.json")
     p.add_argument("--skip-existing", action="store_true", help="reuse finished runs found in --out")
     p.add_argument("--seeds", type=int, default=3,
-                   help="runs per family (seed=0..N-1); means with 95%% intervals when N > 1 (default 3)")
+                   help="runs per family (seed=S..S+N-1, S from --seed-start); means with 95%% intervals when N > 1 (default 3)")
+    p.add_argument("--seed-start", type=int, default=0,
+                   help="the first seed (default 0): a later start runs seeds no earlier study saw, as a pre-registered "
+                        "confirmation needs (runs go to --out/FAMILY__seedK)")
     p.add_argument("--algorithms", nargs="+", default=None,
                    help="objectives to compare, e.g. nft,flow_grpo,awm (each run on every --families, default "
                         "diffusionnft and sol_rl: without and with two-stage exploration)")

@@ -22,20 +22,23 @@ def refuse_pickled_runs(out: Path, skip_existing: bool) -> None:
 
 
 def run_convergence(minutes: float, out_dir: str, families: list[str], overrides: list[str] = (), skip_existing: bool = False,
-                    seeds: int = 1, variants: dict | None = None) -> dict:
-    """Each family's preset under the budget, once per seed (`seed=0..seeds-1`); with several seeds the
+                    seeds: int = 1, variants: dict | None = None, seed_start: int = 0) -> dict:
+    """Each family's preset under the budget, once per seed (`seed=seed_start..seed_start+seeds-1`: a later
+    start gives seeds no earlier study saw, as a confirmation needs); with several seeds the
     evaluation history is their mean with 95% intervals (aggregate_seeds), the train logs pooled, and
     `seed_evals` keeps each seed's own history. `variants`: families of one's own (parse_variant)."""
     from ..training.trainer import Trainer
 
     out = Path(out_dir)
     refuse_pickled_runs(out, skip_existing)
-    run_dirs = {f: [out / f if seeds == 1 else out / f"{f}__seed{seed}" for seed in range(seeds)] for f in families}
+    seed_list = list(range(seed_start, seed_start + seeds))
+    single = seeds == 1 and seed_start == 0  # the one-run layout: out/<family>
+    run_dirs = {f: [out / f if single else out / f"{f}__seed{seed}" for seed in seed_list] for f in families}
     # seed by seed, every family in turn: a stretch where the machine runs slower then falls on every family
     # alike, not on the one that happened to run then (it did, on the hard split: docs/where-exploration-pays.md)
-    for seed in range(seeds):
+    for i, seed in enumerate(seed_list):
         for family in families:
-            run_dir = run_dirs[family][seed]
+            run_dir = run_dirs[family][i]
             if not (skip_existing and (run_dir / "summary.json").exists()):
                 cfg = family_config(family, [f"out_dir={run_dir}", f"train.time_budget_minutes={minutes}",
                                              f"seed={seed}", *overrides], variants)
