@@ -53,6 +53,10 @@ def test_the_registered_analysis_by_hand(runs):
     # 70 and never (190, so 180): 180 / 125
     assert out["referee_accuracy"]["ratio"] == pytest.approx(180 / 125)
     assert out["confirmation"] == strict["verdict"] in ("confirmed", "not confirmed", "contradicted")
+    assert strict["base"] == pytest.approx(0.3) and strict["target_above_base"]
+    # a target at the base (here: the runs' finals fell back to it) is met at once by every seed: flagged
+    flat = [dict(r, curve=[[i, t, 0.3, 0.5] for i, t, _, _ in r["curve"]]) for r in records]
+    assert analyse(flat, SMALL)["strict_accuracy"]["target_above_base"] is False
 
 
 def test_deviations_from_the_registration_are_named(runs):
@@ -82,11 +86,13 @@ def test_the_rule_fixed_in_advance():
 def test_a_run_short_of_the_registration_is_written_as_such(runs, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(confirmation, "REGISTERED", dataclasses.replace(REGISTERED, resamples=500))
     out = tmp_path / "confirmation.json"
-    assert confirmation.main(["--runs", str(runs), "--out", str(out), "--started", "2026-12-07"]) == 0
+    assert confirmation.main(["--runs", str(runs), "--out", str(out), "--started", "2026-12-07",
+                              "--extra", "eval.max_prompts=2"]) == 0
     result = check_result(json.loads(out.read_text()))
     assert result["settings"]["registered_run"] is False  # 2 seeds a family, not 16; and this machine's kind
     assert "NOT as registered" in result["title"]
     assert any("ran seeds [100, 101] (2)" in d for d in result["settings"]["deviations"])
+    assert "an override beyond the registration: eval.max_prompts=2" in result["settings"]["deviations"]
     assert len(result["records"]) == 4 and result["records"][0]["curve"][0] == [0, 0.0, 0.3, 0.5]
     assert "Not the registered confirmation" in capsys.readouterr().out
     # the docs' regions: the page's status and the README's sentence say what ran, and that it was not as registered

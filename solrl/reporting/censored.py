@@ -205,6 +205,7 @@ def _summary(ref: float, fam: float, boot_ref: np.ndarray, boot_fam: np.ndarray,
         boot = boot_ref / boot_fam
     undefined = int(np.sum(~np.isfinite(boot)))
     return {"ratio": float(ref / fam) if fam > 0 else None, "reference_rmst": float(ref), "family_rmst": float(fam),
-            "intervals": {f"{c:g}": (list(percentile_interval(boot, c, seeds, expand, support)) if seeds > 1 else None) for c in confidences},
+            "intervals": {f"{c:g}": (list(percentile_interval(boot, c, seeds, expand, support))
+                                     if seeds > 1 and undefined < boot.size else None) for c in confidences},
             "resamples": int(boot.size), "undefined_resamples": undefined,
-            "share_of_resamples_above_1": float(np.mean(boot[np.isfinite(boot)] > 1.0))}
+            "share_of_resamples_above_1": float(np.mean(boot[np.isfinite(boot)] > 1.0)) if undefined < boot.size else None}

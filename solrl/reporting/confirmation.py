@@ -131,28 +131,34 @@ def seed_curves(records: list[dict], family: str, column: int) -> list[SeedCurve
 def verdict(interval, confidence: float) -> str:
     """The rule fixed in advance: 'confirmed' where the interval's lower end is above 1, 'contradicted' where
     its upper end is below 1 (diffusionnft sooner), else 'not confirmed'."""
+    if interval is None:  # no resample defined the ratio: nothing measured
+        return "not confirmed"
     low, high = interval
     if low > 1:
         return "confirmed"
     return "contradicted" if high < 1 else "not confirmed"
 
 
-def analyse(records: list[dict], reg: Registration = REGISTERED) -> dict:
+def analyse(records: list[dict], reg: Registration = REGISTERED, minutes: float | None = None) -> dict:
     """The registered analysis: per metric, the restricted-mean ratio of diffusionnft's time to its own mean
-    final value over sol_rl's, horizon the budget, with the stratified bootstrap interval that recomputes the
-    target in every resample (censored.bootstrap_curves); the verdict on the primary metric; and each family's
-    final values at the budget."""
+    final value over sol_rl's, horizon the budget (`minutes`, the runs' own; the registered one by default),
+    with the stratified bootstrap interval that recomputes the target in every resample
+    (censored.bootstrap_curves); the verdict on the primary metric; and each family's final values at the
+    budget. A target not above the reference's base is flagged: every seed meets it at once."""
     from scipy import stats
 
     reference, family = reg.families
+    horizon = (minutes or reg.minutes) * 60
     out = {}
     for name, column in ((reg.metric, 2), (reg.secondary_metric, 3)):
         ref, fam = seed_curves(records, reference, column), seed_curves(records, family, column)
         if any(v is None for c in ref + fam for v in c.values):
             out[name] = None  # a metric the runs did not log
             continue
-        result = bootstrap_curves(ref, fam, reg.minutes * 60, confidences=(reg.confidence,),
+        result = bootstrap_curves(ref, fam, horizon, confidences=(reg.confidence,),
                                   resamples=reg.resamples, seed=reg.bootstrap_seed)
+        result["base"] = float(np.mean([c.values[0] for c in ref]))
+        result["target_above_base"] = bool(result["target"] > result["base"])
         finals = {}
         for group, curves in ((reference, ref), (family, fam)):
             values = np.asarray([c.final for c in curves])
@@ -162,9 +168,9 @@ def analyse(records: list[dict], reg: Registration = REGISTERED) -> dict:
         result["verdict"] = verdict(result["intervals"][f"{reg.confidence:g}"], reg.confidence)
         out[name] = result
     primary = out[reg.metric]
-    low, high = primary["intervals"][f"{reg.confidence:g}"]
+    interval = primary["intervals"][f"{reg.confidence:g}"]
     out["confirmation"] = primary["verdict"]
-    out["headline_inside_interval"] = bool(low <= reg.headline[0] <= high)
+    out["headline_inside_interval"] = bool(interval and interval[0] <= reg.headline[0] <= interval[1])
     return out
 
 
@@ -204,13 +210,14 @@ def report_lines(result: dict) -> list[str]:
         m = s.get(name)
         if m is None:
             continue
-        low, high = m["intervals"][f"{reg['confidence']:g}"]
         ref, fam = reg["families"]
-        lines.append(f"- **{name}**: target {m['target']:.3f} ({ref}'s mean final); {fam} {m['ratio']:.2f}x sooner by "
-                     f"the restricted mean, {100 * reg['confidence']:g}% [{low:.2f}, {high:.2f}]; seeds reached: {fam} "
+        lines.append(f"- **{name}**: target {m['target']:.3f} ({ref}'s mean final); {fam} {_ratio(m['ratio'])} sooner by "
+                     f"the restricted mean, {100 * reg['confidence']:g}% {_interval(m, reg)}; seeds reached: {fam} "
                      f"{m['family_reached']}/{len(m['family_times'])}, {ref} {m['reference_reached']}/{len(m['reference_times'])}; "
                      f"final at the budget {fam} {m['finals'][fam][0]:.3f} ± {m['finals'][fam][1]:.3f}, {ref} "
-                     f"{m['finals'][ref][0]:.3f} ± {m['finals'][ref][1]:.3f}: {m['verdict']}")
+                     f"{m['finals'][ref][0]:.3f} ± {m['finals'][ref][1]:.3f}: {m['verdict']}"
+                     + ("" if m.get("target_above_base", True) else f" (the target is not above {ref}'s base, "
+                        f"{m['base']:.3f}: every seed meets it at once, so the ratio measures nothing)"))
     lines += ["", f"Verdict (the rule fixed in advance, on {reg['metric']}): **{s['confirmation']}**"
               + ("" if reg["registered_run"] else " (not a registered run)") + f"; the former headline "
               f"{reg['headline'][0]}x is {'inside' if s['headline_inside_interval'] else 'outside'} the interval."]
@@ -228,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=RESULT, help=f"the results file to write (default {RESULT})")
     parser.add_argument("--command", default="bash scripts/run_confirmation.sh", help="the command that made the runs")
     parser.add_argument("--started", default=None, help="the day the runs started, YYYY-MM-DD (default today)")
+    parser.add_argument("--extra", nargs="*", default=[], help="overrides the runs had beyond the registered ones")
     args = parser.parse_args(argv)
     reg = REGISTERED
     try:
@@ -237,11 +245,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     name, flags = cpu_description()
     deviations = (machine_deviations(name, flags, os.cpu_count() or 0, torch.get_num_threads(), reg)
-                  + settings_deviations(configs, reg))
+                  + settings_deviations(configs, reg) + [f"an override beyond the registration: {o}" for o in args.extra])
     today = datetime.date.today().isoformat()
     dates = today if not args.started or args.started == today else f"{args.started}..{today}"
     machine = f"{os.cpu_count()}-core {cpu_label()}, torch {torch.__version__}, {torch.get_num_threads()} threads"
-    result = confirmation_result(records, analyse(records, reg), deviations, args.command, machine, dates, reg)
+    minutes = float(next(iter(configs[reg.families[0]].values()))["train"]["time_budget_minutes"])
+    result = confirmation_result(records, analyse(records, reg, minutes), deviations, args.command, machine, dates, reg)
     Path(args.out).write_text(dump_result(result))
     print("\n".join(report_lines(result)))
     print(f"\nwrote {args.out}")
@@ -286,12 +295,19 @@ def confirmation_sentence(results: dict) -> str:
                 "with AVX512-BF16.\n")
     s, reg = result["summary"], result["settings"]
     strict, referee = s[reg["metric"]], s.get(reg["secondary_metric"])
-    low, high = strict["intervals"][f"{reg['confidence']:g}"]
     sentence = (f"The claim registered for confirmation on fresh seeds ([docs/confirmation.md](docs/confirmation.md), "
                 f"{reg['seeds']}, {result['date']}): **{s['confirmation']}**"
                 + ("" if reg["registered_run"] else " (not on the registered machine kind or settings)")
-                + f", sol_rl {strict['ratio']:.2f}x sooner by strict accuracy [{low:.2f}, {high:.2f}]")
+                + f", sol_rl {_ratio(strict['ratio'])} sooner by strict accuracy {_interval(strict, reg)}")
     if referee:
-        r_low, r_high = referee["intervals"][f"{reg['confidence']:g}"]
-        sentence += f", {referee['ratio']:.2f}x [{r_low:.2f}, {r_high:.2f}] by the referee"
+        sentence += f", {_ratio(referee['ratio'])} {_interval(referee, reg)} by the referee"
     return sentence + ".\n"
+
+
+def _ratio(value) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def _interval(metric: dict, settings: dict) -> str:
+    interval = metric["intervals"][f"{settings['confidence']:g}"]
+    return "[not defined]" if interval is None else f"[{interval[0]:.2f}, {interval[1]:.2f}]"
