@@ -1,7 +1,8 @@
-"""GPU acceptance run (issue 16): explore engines against the policy, eager and compiled; naive_scaling vs
-sol_rl rollout seconds at the paper's shape; a few sol_rl iterations; one JSON.
+"""The GPU acceptance run (docs/gpu-acceptance.md): explore engines against the policy, eager and compiled;
+naive_scaling vs sol_rl rollout seconds at the paper's shape; a few sol_rl iterations; the GPU presets as
+shipped; one JSON.
 
-    bash bench/gpu_check.sh                                  # one GPU, offline: SD3.5-M size, then SANA-1.6B size
+    bash bench/gpu_check.sh                                  # one GPU, offline (installs carried wheels first)
     .venv/bin/python bench/gpu_check.py --arch sd35m --out gpu_check.json
     .venv/bin/python bench/gpu_check.py --dry-run            # CPU: size the architecture, print the plan
     .venv/bin/python bench/gpu_check.py --tiny --device cpu --out /tmp/g.json   # the whole path on a tiny model
@@ -10,56 +11,48 @@ The transformer is the released architecture (SD3.5-Medium or SANA-1.6B, built f
 random weights, nothing downloaded) behind tiny text encoders and a small VAE, so the figures are
 the transformer's. Sections (a failing one is recorded and the next runs; the JSON is rewritten
 after every step, so a run cut short keeps what it measured):
-- speed, per compile setting (eager, then each transformer block compiled by inductor), on one policy
-  and one engine per recipe, each compiled once and used for both timings:
-  forward ms of the LoRA policy (peft, unmerged) and of each explore recipe with a real kernel (bf16,
-  fp8, int8; nvfp4 only where a real kernel exists; torchao's float8 beside solrl's fp8 where torchao
-  is installed), with the ratio to the policy at the same setting and first-call (compile) seconds;
-  then, with the fastest real low-precision recipe, one prompt group at the paper's shape (N 96
-  explored at 6 steps, K 24 regenerated at 10; naive_scaling samples all 96 at 10) through solrl's
-  own run_rollout: `rollout.naive_scaling_seconds` and `rollout.sol_rl_seconds`. Steps starting after
-  `--speed-budget-seconds` are skipped;
+- speed (bench/gpu_speed.py): per compile setting, the forward ms of the LoRA policy and of each explore
+  recipe with a real kernel, then one prompt group at the paper's shape through `run_rollout`;
 - sol_rl: `--iterations` iterations through solrl.training.trainer.Trainer with a random-weight CNN reward;
-  skipped once `--budget-seconds` are spent;
-- blackwell: the compiled nvfp4 engine against the compiled fp8 engine (target 1.2x), from the speed
-  section, where the GPU is sm100+; elsewhere it says plainly that it was not run and why;
-- presets (`--presets sd35l_pickscore,...`): each GPU preset as shipped, at its released size, sol_rl vs
-  naive_scaling (compiled, as `auto` chooses) and naive_scaling eager: stage seconds, peak memory beside
-  `solrl check`'s estimate, the kernel chosen (bench/gpu_presets.py).
-What the machine lacks (diffusers, peft, a CUDA device) is said up front; docs/gpu-acceptance.md
-gives the offline install from wheels brought along.
+- blackwell: the compiled NVFP4 engine against the compiled FP8 engine where the GPU is sm100+; elsewhere it
+  says plainly that it was not run and why;
+- presets (`--presets sd35l_pickscore`, bench/gpu_presets.py): a GPU preset as shipped, at its released size,
+  sol_rl vs naive_scaling: stage seconds, peak memory beside `solrl check`'s estimate, the kernel chosen.
+Before anything is imported beyond the standard library, the machine is checked: a missing package or CUDA
+device is written to the JSON (`missing`, `optional_missing`) and nothing else runs.
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import os
 import platform
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.gpu_presets import PROMPTS, VAE_LEVELS, RandomCNNReward, preset_runs, register_random_reward  # noqa: E402
-from solrl.testing.random_pipelines import REAL_TRANSFORMERS, TINY_TRANSFORMERS  # noqa: E402
+# module -> what it serves: without a required one nothing runs; an optional one is said and the run goes on
+REQUIRED = {"torch": "everything", "diffusers": "the model families", "peft": "the LoRA adapters",
+            "transformers": "the text encoders", "safetensors": "saving the random models", "scipy": "the rollout's rank statistics",
+            "yaml": "the presets"}
+OPTIONAL = {"torchao": "the FP8 / NVFP4 / MX explore kernels (without it `auto` explores in bf16 and the fp8 rows are skipped)",
+            "rapidfuzz": "the OCR reward only (not used by this run)"}
 
-BLACKWELL_TARGET = 1.2   # issue 32: the compiled nvfp4 engine >= 1.2x the compiled fp8 engine on sm100
 
-
-def parse_args(argv=None):
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--arch", default="sd35m", help=f"one or more of {', '.join(sorted(REAL_TRANSFORMERS))}, comma-separated")
+    p.add_argument("--arch", default="sd35m", help="one or more of sd35m, sd35l, flux1, sana16b, qwen_image, comma-separated")
     p.add_argument("--arch-sections", default="", help="per-arch sections, e.g. sana16b=sol_rl (default: --sections)")
     p.add_argument("--tiny", action="store_true", help="the tiny test transformer instead (CPU smoke run of this script)")
     p.add_argument("--device", default="cuda")
     p.add_argument("--resolution", type=int, default=1024)
     p.add_argument("--batch", type=int, default=24, help="images per forward in the forward timing (the rollout's)")
     p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--recipes", default="bf16,fp8,int8,nvfp4,mxfp8")
+    p.add_argument("--recipes", default="bf16,fp8,int8,nvfp4_1x16,mxfp8")
     p.add_argument("--compile", default="eager,compiled", help="compile settings to time: eager, compiled or both")
     p.add_argument("--explore-layers", default="reference", choices=["reference", "all"],
                    help="which linears the engines quantize (rollout.explore_layers)")
@@ -73,7 +66,7 @@ def parse_args(argv=None):
     p.add_argument("--budget-seconds", type=float, default=420, help="sections starting after this are skipped")
     p.add_argument("--speed-budget-seconds", type=float, default=330, help="speed steps starting after this are skipped")
     p.add_argument("--presets", default="", help="GPU presets to run as shipped (bench/gpu_presets.py), comma-separated, "
-                                                 "e.g. sd35l_pickscore,flux1_pickscore; after the arch sections")
+                                                 "e.g. sd35l_pickscore; after the arch sections (gpu_check.sh: one per call)")
     p.add_argument("--preset-prompts", type=int, default=1, help="prompt groups per iteration in the presets section")
     p.add_argument("--preset-iterations", type=int, default=2)
     p.add_argument("--preset-runs", default="sol_rl,naive_scaling,naive_scaling_eager",
@@ -83,7 +76,18 @@ def parse_args(argv=None):
                                                           "already there (a second call on a warm machine skips the build)")
     p.add_argument("--out", default="gpu_check.json")
     p.add_argument("--dry-run", action="store_true", help="no model run: size the architecture and print the plan")
-    args = p.parse_args(argv)
+    return p
+
+
+def parse_args(argv=None):
+    p = build_parser()
+    return finish_args(p, p.parse_args(argv))
+
+
+def finish_args(p: argparse.ArgumentParser, args):
+    """The checks and derived fields that need solrl (so torch): after `missing_pieces` said torch is here."""
+    from solrl.testing.random_pipelines import REAL_TRANSFORMERS
+
     args.archs = ["tiny"] if args.tiny else args.arch.split(",")
     unknown = [a for a in args.archs if a != "tiny" and a not in REAL_TRANSFORMERS]
     if unknown:
@@ -101,24 +105,43 @@ def parse_args(argv=None):
 
 
 def select_arch(args, arch: str) -> None:
+    from bench.gpu_presets import VAE_LEVELS
+    from solrl.testing.random_pipelines import REAL_TRANSFORMERS, TINY_TRANSFORMERS
+
     args.family, args.transformer = ("sd3", TINY_TRANSFORMERS["sd3"]) if arch == "tiny" else REAL_TRANSFORMERS[arch]
     args.vae_levels = 2 if arch == "tiny" else VAE_LEVELS[args.family]
 
 
-def missing_pieces(device: str) -> list[str]:
-    """What this machine lacks for the run, said before anything is built."""
-    import importlib.util
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:   # a parent package that is missing or broken
+        return False
 
-    missing = [f"python package {name}" for name in ("diffusers", "peft", "transformers", "safetensors", "scipy", "yaml", "rapidfuzz")
-               if importlib.util.find_spec(name) is None]
-    if torch.device(device).type == "cuda" and not torch.cuda.is_available():
-        missing.append("a CUDA device (torch.cuda.is_available() is False)")
-    return missing
+
+def missing_pieces(device: str) -> tuple[list[str], dict[str, str]]:
+    """(what stops the run, what is missing but optional, with what it serves), said before anything is built;
+    only the standard library is imported until torch is known to be here."""
+    missing = [f"python package {name} ({why})" for name, why in REQUIRED.items() if not _importable(name)]
+    optional = {name: why for name, why in OPTIONAL.items() if not _importable(name)}
+    if _importable("torch"):
+        import torch
+
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            missing.append(f"a CUDA device (torch {torch.__version__}: torch.cuda.is_available() is False)")
+        if "torchao" not in optional:
+            from solrl.precision.recipes import torchao_problem, torchao_version
+
+            problem = torchao_problem(torchao_version())
+            if problem:
+                optional["torchao"] = problem
+    return missing, optional
 
 
 def parameter_count(family: str, config: dict) -> int:
     """Parameters of the transformer, counted on the meta device (no memory, no weights)."""
     import diffusers
+    import torch
 
     cls = {"sd3": diffusers.SD3Transformer2DModel, "sana": diffusers.SanaTransformer2DModel}[family]
     with torch.device("meta"):
@@ -126,31 +149,27 @@ def parameter_count(family: str, config: dict) -> int:
 
 
 def environment(device: str) -> dict:
-    env = {"torch": torch.__version__, "python": platform.python_version(), "device": device}
-    if torch.device(device).type == "cuda":
+    import importlib.metadata
+
+    import torch
+
+    def version(name):
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    env = {"torch": torch.__version__, "python": platform.python_version(), "device": device,
+           **{name: version(name) for name in ("diffusers", "transformers", "peft", "torchao")}}
+    if device.startswith("cuda"):
         env.update(gpu=torch.cuda.get_device_name(device), capability=".".join(map(str, torch.cuda.get_device_capability(device))),
                    memory_gib=round(torch.cuda.get_device_properties(device).total_memory / 2**30, 1))
     return env
 
 
-def _sync(device):
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _timed(fn, device, reps: int) -> float:
-    fn()                                   # warm-up (kernels, caches)
-    times = []
-    for _ in range(reps):
-        _sync(device)
-        start = time.perf_counter()
-        fn()
-        _sync(device)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def build_model_dir(args, root: Path) -> Path:
+    import torch
+
     from solrl.testing.random_pipelines import build_random_pipeline
 
     path = root / "pipeline"
@@ -166,198 +185,10 @@ def build_model_dir(args, root: Path) -> Path:
     return path
 
 
-def _policy(args, model_dir: Path, compiled: bool):
-    from solrl.models import load_policy
-    from solrl.models.compile import compile_transformer
-    from solrl.models.lora import add_policy_adapters, lora_config
-
-    dtype = "bfloat16" if torch.device(args.device).type == "cuda" else "float32"
-    policy = load_policy(args.family, str(model_dir), dtype=dtype, device=args.device, resolution=args.resolution)
-    add_policy_adapters(policy.transformer, lora_config(32, 64, "gaussian", list(policy.lora_target_modules)))
-    with torch.no_grad():   # a non-zero LoRA, so merging matters
-        for name, p in policy.transformer.named_parameters():
-            if "lora_B" in name:
-                p.normal_(0, 1e-3)
-    compile_transformer(policy.transformer, args.scope if compiled else "eager")
-    return policy
-
-
-def _real_recipes(args) -> tuple[list[str], dict]:
-    from solrl.precision.recipes import get_recipe, select_kernel
-
-    real, skipped = [], {}
-    for name in args.recipes.split(","):
-        kernel = select_kernel(get_recipe(name, args.device), args.device)
-        (real.append(name) if kernel.real else skipped.__setitem__(name, {"skipped": kernel.note}))
-    return real, skipped
-
-
-def _torchao_missing() -> str | None:
-    import importlib.util
-
-    return None if importlib.util.find_spec("torchao") else "torchao is not installed (bench/gpu_wheels.txt)"
-
-
-def _engine(args, policy, name: str, compiled: bool, fp8_layers: list[str]):
-    """The explore engine of recipe `name`; "fp8_torchao" is torchao's float8 (dynamic rowwise
-    activation scales) on the layers solrl's fp8 engine quantizes, for the library-vs-own comparison."""
-    from solrl.models.compile import compile_transformer
-    from solrl.precision.engine import ExploreEngine
-
-    scope = args.scope if compiled else "eager"
-    if name != "fp8_torchao":
-        return ExploreEngine(policy, name, compile=scope, layers=args.explore_layers), None
-    import torchao
-    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, quantize_
-
-    engine = ExploreEngine(policy, "bf16")   # plain bf16 linear layers on the merged weights
-    keep = set(fp8_layers)
-    # torchao's own inductor settings would change every later measurement: left off, as for solrl's
-    config = Float8DynamicActivationFloat8WeightConfig(granularity=PerRow(), set_inductor_config=False)
-    quantize_(engine.model, config, filter_fn=lambda m, fqn: isinstance(m, torch.nn.Linear) and fqn in keep)
-    compile_transformer(engine.model, scope)
-    return engine, f"torchao {torchao.__version__} Float8DynamicActivationFloat8Weight PerRow"
-
-
-def _time_engine(args, policy, name, compiled, inputs, v_ref, ref_ms, fp8_layers):
-    start = time.perf_counter()
-    engine, kernel = _engine(args, policy, name, compiled, fp8_layers)
-    build = time.perf_counter() - start
-    x, t, cond = inputs
-    with torch.no_grad():
-        first = _first_call(lambda: engine.velocity(x, t, cond), args.device)
-        err = float((engine.velocity(x, t, cond).float() - v_ref).norm() / v_ref.norm())
-        ms = _timed(lambda: engine.velocity(x, t, cond), args.device, args.reps) * 1000
-    row = {"kernel": kernel or engine.kernel.name, "forward_ms": round(ms, 2), "vs_policy": round(ref_ms / ms, 3),
-           "first_call_s": round(first, 1), "build_s": round(build, 1), "velocity_rel_error": round(err, 5),
-           "quantized_layers": _subclassed_weights(engine.model) if kernel else len(engine.report.quantized)}
-    if not kernel:
-        row.update(sync_ms=round(statistics.median(engine.sync(policy) for _ in range(3)) * 1000, 1),
-                   kept_layers=len(engine.report.skipped))
-    return engine, row
-
-
-def _subclassed_weights(model) -> int:
-    """Linear layers whose weight torchao replaced by a quantized tensor subclass."""
-    return sum(type(m.weight) not in (torch.Tensor, torch.nn.Parameter)
-               for m in model.modules() if isinstance(m, torch.nn.Linear))
-
-
-def _rollout_seconds(args, policy, engine) -> dict:
-    """One prompt group at the paper's shape: naive_scaling's N at full steps vs sol_rl's N explored
-    in `engine` at 6 steps and K regenerated at 10, after a warm-up round at one batch's size."""
-    from solrl.rollout.driver import RolloutSpec, run_rollout
-
-    reward, n, k, b = RandomCNNReward(), args.explore_seeds, args.group_size, args.rollout_batch
-    spec = lambda family, seeds, group: RolloutSpec(family, group, seeds, 10, 6, "euler", 1.0, b, "best_worst")
-    start = time.perf_counter()   # warm-up: every forward, decode and reward shape of the timed rounds
-    run_rollout(policy, reward, [PROMPTS[0]], list(range(b)), spec("sol_rl", b, b), engine)
-    out = {"warm_up_seconds": round(time.perf_counter() - start, 1)}
-    for family in ("naive_scaling", "sol_rl"):
-        _sync(args.device)
-        out[family] = round(run_rollout(policy, reward, [PROMPTS[0]], list(range(n)), spec(family, n, k), engine)
-                            .seconds["rollout"], 2)
-    return out
-
-
-def _error(exc: BaseException) -> dict:
-    import traceback
-
-    return {"error": f"{type(exc).__name__}: {exc}"[:500], "where": traceback.format_exc().splitlines()[-3][:300]}
-
-
-def speed(args, model_dir: Path, deadline: float, save) -> dict:
-    """Per compile setting, on one policy and one engine per recipe (compiled once, used for both):
-    the forward ms of the LoRA policy and of each recipe, and the rollout seconds of naive_scaling and
-    sol_rl with the fastest real low-precision recipe. Recipes starting after `deadline` are skipped;
-    a failing recipe is recorded and the run goes on; `save(partial)` after each step."""
-    from solrl.models.lora import OLD, adapter
-
-    real, skipped = _real_recipes(args)
-    explore = next((r for r in ("nvfp4", "fp8", "int8", "bf16") if r in real), None)
-    order = ([explore] if explore else []) + [r for r in real if r != explore]
-    if "fp8" in real:
-        missing = _torchao_missing()
-        (order.append("fp8_torchao") if missing is None else skipped.__setitem__("fp8_torchao", {"skipped": missing}))
-    n, k = args.explore_seeds, args.group_size
-    forward: dict = {}
-    rollout = {"explore_recipe": explore, "N": n, "K": k, "full_steps": 10, "explore_steps": 6,
-               "batch": args.rollout_batch, "resolution": args.resolution,
-               "naive_scaling_seconds": {}, "sol_rl_seconds": {}, "warm_up_seconds": {}}
-    result = {"forward": forward, "rollout": rollout}
-    for mode in args.compile.split(","):
-        if time.perf_counter() > deadline:
-            forward[mode] = {"skipped": "the run's budget was spent"}
-            continue
-        compiled = mode == "compiled"
-        policy = _policy(args, model_dir, compiled)
-        prompts = [PROMPTS[i % len(PROMPTS)] for i in range(args.batch)]
-        g = torch.Generator().manual_seed(0)
-        x = torch.randn(args.batch, *policy.sample_shape, generator=g).to(args.device)
-        t = torch.full((args.batch,), 0.7, device=args.device)
-        inputs = (x, t, policy.encode_prompts(prompts))
-        with torch.no_grad(), adapter(policy.transformer, OLD):
-            first = _first_call(lambda: policy.velocity(*inputs), args.device)
-            v_ref = policy.velocity(*inputs).float()
-            ref_ms = _timed(lambda: policy.velocity(*inputs), args.device, args.reps) * 1000
-        row = forward[mode] = {"lora_policy": {"forward_ms": round(ref_ms, 2), "first_call_s": round(first, 1),
-                                               "kernel": f"peft LoRA unmerged, {policy.dtype}"}, **skipped}
-        print(f"forward {mode} lora_policy: {row['lora_policy']}")
-        fp8_layers: list[str] = []
-        for name in order:
-            if time.perf_counter() > deadline:
-                row[name] = {"skipped": "the run's budget was spent"}
-                continue
-            engine = None
-            try:
-                engine, row[name] = _time_engine(args, policy, name, compiled, inputs, v_ref, ref_ms, fp8_layers)
-                if name == "fp8":
-                    fp8_layers = list(engine.report.quantized)
-                print(f"forward {mode} {name}: {row[name]}")
-                if name == explore:
-                    seconds = _rollout_seconds(args, policy, engine)
-                    rollout["warm_up_seconds"][mode] = seconds["warm_up_seconds"]
-                    for family in ("naive_scaling", "sol_rl"):
-                        rollout[f"{family}_seconds"][mode] = seconds[family]
-                    print(f"rollout {mode}: {seconds}")
-            except Exception as exc:  # one recipe's failure must not lose the rest of a paid-for GPU run
-                row[name] = _error(exc)
-                print(f"forward {mode} {name} failed: {row[name]}")
-            del engine
-            _empty_cache(args.device)
-            save(result)
-        del policy
-        _empty_cache(args.device)
-    eager, compiled_row = forward.get("eager", {}), forward.get("compiled", {})
-    if "forward_ms" in eager.get("lora_policy", {}) and compiled_row:
-        forward["compiled_engine_vs_eager_policy"] = {
-            name: round(eager["lora_policy"]["forward_ms"] / r["forward_ms"], 3)
-            for name, r in compiled_row.items() if isinstance(r, dict) and "forward_ms" in r and name != "lora_policy"}
-    if "forward_ms" in compiled_row.get("bf16", {}):
-        forward["compiled_engine_vs_compiled_bf16_engine"] = {
-            name: round(compiled_row["bf16"]["forward_ms"] / r["forward_ms"], 3)
-            for name, r in compiled_row.items() if isinstance(r, dict) and "forward_ms" in r and name != "lora_policy"}
-    ns, sr = rollout["naive_scaling_seconds"], rollout["sol_rl_seconds"]
-    rollout["ratios"] = {f"sol_rl_over_naive_scaling.{m}": round(ns[m] / sr[m], 3) for m in sr if m in ns}
-    if "eager" in ns and "compiled" in sr:
-        rollout["ratios"]["compiled_sol_rl_over_eager_naive_scaling"] = round(ns["eager"] / sr["compiled"], 3)
-    return result
-
-
-def _first_call(fn, device) -> float:
-    _sync(device)
-    start = time.perf_counter()
-    fn()
-    _sync(device)
-    return time.perf_counter() - start
-
-
-def _empty_cache(device):
-    if torch.device(device).type == "cuda":
-        torch.cuda.empty_cache()
-
-
 def sol_rl_iterations(args, model_dir: Path, root: Path) -> list[dict]:
+    import torch
+
+    from bench.gpu_presets import PROMPTS, register_random_reward
     from solrl.config import load_config
     from solrl.training.trainer import Trainer
 
@@ -396,28 +227,10 @@ def _family_class(family):
     return MODEL_FAMILIES[family]
 
 
-def blackwell_summary(args, arch_report: dict) -> dict:
-    """The NVFP4 engine against the FP8 engine, both compiled, where this GPU runs both for real; elsewhere it says so."""
-    from solrl.precision.recipes import NVFP4_GEMM, device_info, select_kernel, get_recipe
-
-    if torch.device(args.device).type != "cuda":
-        return {"not_run": "NVFP4 GEMMs need a CUDA device with sm100+ (B200 / GB200, RTX 50xx); this run is on the CPU"}
-    info = device_info(args.device)
-    if not info.at_least(NVFP4_GEMM):
-        return {"not_run": f"NVFP4 GEMMs need sm100+ (B200 / GB200, RTX 50xx); this GPU is {info.label}, so the torchao "
-                           "NVFP4 / MXFP8 engines were not run here (their wiring is tested on the CPU: tests/test_torchao_kernels.py)"}
-    compiled = arch_report.get("forward", {}).get("compiled", {})
-    nvfp4, fp8 = compiled.get("nvfp4", {}), compiled.get("fp8", {})
-    out = {"nvfp4_kernel": select_kernel(get_recipe("nvfp4"), info).name, "nvfp4": nvfp4, "fp8": fp8}
-    if "forward_ms" in nvfp4 and "forward_ms" in fp8:
-        ratio = fp8["forward_ms"] / nvfp4["forward_ms"]
-        out.update(nvfp4_over_compiled_fp8=round(ratio, 3), target=BLACKWELL_TARGET, met=ratio >= BLACKWELL_TARGET)
-    return out
-
-
 def run_arch(args, arch: str, report: dict, start: float, save) -> dict:
     """Every section of one architecture: speed until its own deadline, the rest until the run's;
     a section that fails is recorded and the next one runs."""
+    from bench.gpu_speed import _empty_cache, _error, speed
     select_arch(args, arch)
     mine = report[arch] = {"transformer_parameters": parameter_count(args.family, args.transformer), "skipped": {}}
     with tempfile.TemporaryDirectory(prefix="solrl_gpu_check_") as tmp:
@@ -446,9 +259,29 @@ def run_arch(args, arch: str, report: dict, start: float, save) -> dict:
     return mine
 
 
+def _cannot_run(args, argv, out: Path, missing: list[str], optional: dict) -> dict:
+    """The JSON of a machine that lacks what the run needs: what is missing, and that nothing ran."""
+    report = {"plan": {"argv": list(argv if argv is not None else sys.argv[1:]), "device": args.device, "presets": args.presets, "arch": args.arch},
+              "python": platform.python_version(), "missing": missing, "optional_missing": optional,
+              "install_notes": [n for n in os.environ.get("GPU_CHECK_INSTALL_NOTES", "").splitlines() if n.strip()],
+              "not_run": "every section: this machine lacks " + "; ".join(missing), "complete": False}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print("cannot run: this machine lacks " + "; ".join(missing) + ". Offline install: docs/gpu-acceptance.md")
+    return report
+
+
 def main(argv=None) -> dict:
-    args = parse_args(argv)
-    plan = {"archs": args.archs, "transformer_parameters": {a: parameter_count(*(
+    parser = build_parser()
+    raw = parser.parse_args(argv)
+    out = Path(raw.out)
+    missing, optional = missing_pieces(raw.device) if not raw.dry_run else ([], {})
+    if missing:
+        return _cannot_run(raw, argv, out, missing, optional)
+    args = finish_args(parser, raw)
+    from solrl.testing.random_pipelines import REAL_TRANSFORMERS, TINY_TRANSFORMERS
+
+    plan = {"argv": list(argv if argv is not None else sys.argv[1:]), "archs": args.archs, "transformer_parameters": {a: parameter_count(*(
                 ("sd3", TINY_TRANSFORMERS["sd3"]) if a == "tiny" else REAL_TRANSFORMERS[a])) for a in args.archs},
             "resolution": args.resolution, "batch": args.batch, "recipes": args.recipes.split(","),
             "compile": args.compile.split(","), "scope": args.scope, "explore_layers": args.explore_layers, "sections": args.sections.split(","),
@@ -461,15 +294,13 @@ def main(argv=None) -> dict:
     print(json.dumps(plan, indent=2))
     if args.dry_run:
         return {"plan": plan}
-    out = Path(args.out)
+    from bench.gpu_presets import preset_runs
+    from bench.gpu_speed import blackwell_summary
+
     out.parent.mkdir(parents=True, exist_ok=True)
-    missing = missing_pieces(args.device)
-    if missing:
-        print("cannot run: this machine lacks " + "; ".join(missing) + ". Offline install: docs/gpu-acceptance.md")
-        report = {"plan": plan, "missing": missing}
-        out.write_text(json.dumps(report, indent=2) + "\n")
-        return report
-    report = {"plan": plan, "environment": environment(args.device), "complete": False}
+    notes = [n for n in os.environ.get("GPU_CHECK_INSTALL_NOTES", "").splitlines() if n.strip()]
+    report = {"plan": plan, "environment": environment(args.device), "optional_missing": optional,
+              "install_notes": notes, "complete": False}
     save = lambda: out.write_text(json.dumps(report, indent=2) + "\n")   # after every step: a timeout keeps the rest
     start = time.perf_counter()
     for arch in args.archs:

@@ -1,4 +1,4 @@
-"""gpu_check's `presets` section: each GPU preset as shipped (issue 32), at its released transformer's size
+"""gpu_check's `presets` section: each GPU preset as shipped, at its released transformer's size
 with random weights, for sol_rl and naive_scaling (and naive_scaling eager's rollout, the paper's baseline), through
 the Trainer: the explore recipe and compile scopes `auto` chose, explore / regenerate / train seconds,
 measured peak memory beside `solrl check`'s estimate. What differs from the preset, and why: the reward

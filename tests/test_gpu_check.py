@@ -1,5 +1,10 @@
-"""bench/gpu_check.py's CPU side: argument parsing and the dry run that sizes the released architectures."""
+"""bench/gpu_check.py's CPU side: argument parsing, the dry run that sizes the released architectures, the whole
+run on a tiny model, and bench/gpu_check.sh on a machine that lacks packages and CUDA."""
 import importlib.util
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,7 +35,7 @@ def test_the_whole_acceptance_run_on_a_tiny_model(gpu_check, tmp_path):
     out = tmp_path / "g.json"
     # budgets far above its run (about 85 CPU seconds on the 2-core AVX2 EPYC): the default 420 / 330 s of wall
     # time were spent on a busy machine, and the sections skipped would fail the completeness asserted here
-    gpu_check.main(["--tiny", "--device", "cpu", "--recipes", "int8,nvfp4", "--iterations", "1", "--reps", "1",
+    gpu_check.main(["--tiny", "--device", "cpu", "--recipes", "int8,nvfp4_1x16", "--iterations", "1", "--reps", "1",
                     "--budget-seconds", "3600", "--speed-budget-seconds", "3600", "--out", str(out)])
     report = json.loads(out.read_text())
     rollout = report["rollout"]
@@ -38,7 +43,7 @@ def test_the_whole_acceptance_run_on_a_tiny_model(gpu_check, tmp_path):
         assert set(rollout[key]) == {"eager", "compiled"} and all(v > 0 for v in rollout[key].values())
     forward = report["tiny"]["forward"]
     assert forward["eager"]["int8"]["vs_policy"] > 0 and forward["compiled"]["int8"]["forward_ms"] > 0
-    assert "skipped" in forward["eager"]["nvfp4"]  # no real NVFP4 kernel on a CPU: said, not emulated
+    assert "skipped" in forward["eager"]["nvfp4_1x16"]  # no real NVFP4 kernel on a CPU: said, not emulated
     assert report["tiny"]["sol_rl"][0]["iteration"] == 1 and not report["tiny"]["skipped"] and report["complete"]
     assert "sm100" in report["blackwell"]["not_run"]   # said plainly: the NVFP4 GEMM did not run here
 
@@ -68,12 +73,12 @@ def test_the_random_sana_vae_decodes_sana_16b_latents(tmp_path):
 
 def test_the_presets_section_runs_each_preset_as_shipped_on_a_tiny_model(gpu_check, tmp_path):
     """`--presets`: sol_rl, naive_scaling and eager naive_scaling through the Trainer, with the preset's own
-    settings but the CPU-sized ones the tiny run must change; the issue's ratios with their targets."""
+    settings but the CPU-sized ones the tiny run must change; the rollout and iteration ratios with their targets."""
     import json
 
     out = tmp_path / "g.json"
     gpu_check.main(["--tiny", "--device", "cpu", "--sections", "none", "--presets", "sd35l_pickscore",
-                    "--preset-iterations", "1", "--out", str(out)])
+                    "--preset-iterations", "1", "--budget-seconds", "3600", "--out", str(out)])
     report = json.loads(out.read_text())
     preset = report["presets"]["sd35l_pickscore"]
     runs = preset["runs"]
@@ -89,12 +94,13 @@ def test_the_presets_section_runs_each_preset_as_shipped_on_a_tiny_model(gpu_che
 
 @pytest.mark.parametrize("capability, expected", [((9, 0), "not_run"), ((10, 0), "nvfp4_over_compiled_fp8")])
 def test_the_blackwell_summary_says_what_ran(gpu_check, monkeypatch, capability, expected):
+    from bench.gpu_speed import blackwell_summary
     from solrl.precision import recipes
 
     monkeypatch.setattr(recipes, "device_info", lambda device: recipes.DeviceInfo("cuda", "GPU", capability, torchao="0.18.0"))
     args = gpu_check.parse_args(["--device", "cuda"])
-    arch = {"forward": {"compiled": {"nvfp4": {"forward_ms": 50.0}, "fp8": {"forward_ms": 70.0}}}}
-    summary = gpu_check.blackwell_summary(args, arch)
+    arch = {"forward": {"compiled": {"nvfp4_1x16": {"forward_ms": 50.0}, "fp8": {"forward_ms": 70.0}}}}
+    summary = blackwell_summary(args, arch)
     assert expected in summary
     if expected == "not_run":
         assert "sm100" in summary["not_run"] and "sm90" in summary["not_run"]
@@ -111,7 +117,7 @@ def test_a_kept_preset_model_is_reused_by_a_later_call(gpu_check, tmp_path, monk
 
     kept = tmp_path / "models"
     common = ["--tiny", "--device", "cpu", "--sections", "none", "--presets", "sana_pickscore",
-              "--preset-iterations", "1", "--preset-model-dir", str(kept)]
+              "--preset-iterations", "1", "--preset-model-dir", str(kept), "--budget-seconds", "3600"]
     gpu_check.main(common + ["--preset-runs", "naive_scaling", "--out", str(tmp_path / "a.json")])
     assert (kept / "sana_pickscore" / gpu_presets.BUILT).exists()
     monkeypatch.setattr(gpu_presets, "build_preset_model", lambda *a: pytest.fail("built again"))
@@ -160,3 +166,63 @@ def test_stage_peaks_split_a_run_at_its_training_step():
     assert report["allocated_at_start_gib"] == 3.0
     assert report["peak_by_stage_gib"] == {"warm_up": 19.0, "rollout": 24.0, "train": 29.0}
     assert report["peak_memory_gib"] == 29.0 and report["peak_reserved_gib"] == 30.0
+
+
+def test_the_shell_run_without_wheels_or_cuda_writes_a_json_naming_what_is_missing(tmp_path):
+    """`bash bench/gpu_check.sh` as on a machine with no carried wheels, no CUDA, and neither diffusers nor rapidfuzz
+    (hidden from this interpreter): it exits cleanly and its JSON names each missing piece; rapidfuzz, imported by
+    solrl.rewards once at module load, no longer stops the run before it can say so. (About 10 s here: one
+    interpreter start that imports torch, on a shared 2-core CPU.)"""
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class Hidden:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('diffusers', 'rapidfuzz'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r} (hidden by the test)')\n"
+        "sys.meta_path.insert(0, Hidden())\n")
+    env = {**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path / "out"), "WHEELS": str(tmp_path / "no_wheels"),
+           "PYTHONPATH": str(hide), "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run(["bash", str(SCRIPT.parent / "gpu_check.sh")], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
+    missing = " ".join(report["missing"])
+    assert "python package diffusers" in missing and "a CUDA device" in missing
+    assert "peft" not in missing and "rapidfuzz" in report["optional_missing"]
+    assert report["not_run"].startswith("every section") and not report["complete"]
+    assert report["plan"]["presets"] == "sd35l_pickscore"   # one preset per call
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_the_shell_run_takes_one_preset_per_call(tmp_path):
+    env = {**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path), "PRESETS": "sd35l_pickscore,flux1_pickscore"}
+    done = subprocess.run(["bash", str(SCRIPT.parent / "gpu_check.sh")], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "one preset per call" in done.stdout + done.stderr
+
+
+def test_a_gpu_run_becomes_a_results_file(tmp_path):
+    """bench/gpu_results.py turns a call's JSON into results/gpu/<name>.json (schema 1): each run with its peak
+    beside the estimate and their ratio, the ratios against their targets, the machine; a call that ran nothing
+    is refused with what it lacked."""
+    from bench.gpu_results import main
+    from solrl.reporting.results import load_result
+
+    run = {"seconds_rollout": 42.5, "seconds_iteration": 101.9, "peak_memory_gib": 41.28, "estimated_peak_gib": 39.03,
+           "explore_engine": "fp8 (torchao_float8, real)", "auto_choice": ["fp8", "sm90 has FP8 tensor cores"]}
+    report = {"plan": {"argv": ["--presets", "sana_pickscore"], "preset_prompts": 1},
+              "environment": {"gpu": "NVIDIA H100 80GB HBM3", "memory_gib": 79.2, "capability": "9.0", "torch": "2.11.0",
+                              "python": "3.12.3", "torchao": "0.18.0"},
+              "presets": {"sana_pickscore": {"runs": {"sol_rl": run, "naive_scaling": {"error": "RuntimeError: boom"}},
+                                             "ratios": {"sol_rl_rollout_over_naive_scaling": {"ratio": 1.4, "target": 1.35, "met": True}}}}}
+    (tmp_path / "call.json").write_text(json.dumps(report))
+    out = main([str(tmp_path / "call.json"), "--name", "sana_preset_h100", "--date", "2026-12-08", "--out-dir", str(tmp_path)])
+    result = load_result(out)
+    sol = next(r for r in result["records"] if r["group"] == "sol_rl")
+    assert sol["peak_over_estimate"] == round(41.28 / 39.03, 3) and sol["auto_choice"].startswith("fp8 -> sm90")
+    assert "H100" in result["machine"] and "torchao 0.18.0" in result["machine"]
+    assert any(r["group"] == "naive_scaling" and r["error"] for r in result["records"])
+    assert any(r["group"].startswith("ratio ") and r["met"] for r in result["records"])
+    (tmp_path / "empty.json").write_text(json.dumps({"plan": {}, "missing": ["a CUDA device"]}))
+    with pytest.raises(SystemExit, match="a CUDA device"):
+        main([str(tmp_path / "empty.json"), "--name", "x", "--date", "2026-12-08", "--out-dir", str(tmp_path)])

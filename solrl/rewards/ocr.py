@@ -20,7 +20,6 @@ import re
 from pathlib import Path
 
 import torch
-from rapidfuzz.distance import Levenshtein
 
 from ..images import to_uint8_nhwc
 from .base import REWARDS, Reward, RewardResult
@@ -69,8 +68,17 @@ def ocr_score(recognised: str, target: str) -> float:
     tgt = target.replace(" ", "").lower()
     if not tgt:
         raise ValueError("OCR target is empty after removing spaces")
-    d = 0 if tgt in rec else min(Levenshtein.distance(rec, tgt), len(tgt))
+    d = 0 if tgt in rec else min(_levenshtein(rec, tgt), len(tgt))
     return 1 - d / len(tgt)
+
+
+def _levenshtein(a: str, b: str) -> int:
+    """rapidfuzz's edit distance, imported on first use: a machine without it still imports solrl.rewards."""
+    try:
+        from rapidfuzz.distance import Levenshtein
+    except ImportError:
+        raise ImportError("the OCR reward's edit distance needs rapidfuzz: pip install rapidfuzz==3.14.6") from None
+    return Levenshtein.distance(a, b)
 
 
 def english_model_files() -> dict[str, str] | None:
