@@ -60,7 +60,7 @@ class ModelConfig:
     dtype: Dtype = "float32"         # base weight dtype (GPU presets: bfloat16, as the FLUX.1 / SANA references; SD3.5 float32); LoRA stays float32
     device: str = "cpu"              # cpu | cuda | cuda:N
     resolution: int | None = None    # image side in pixels; None = the model's native size
-    gradient_checkpointing: bool = False  # recompute transformer activations in the backward pass
+    gradient_checkpointing: bool | Literal["auto"] = False  # recompute transformer activations in the backward pass; auto: only where `solrl check`'s memory estimate says the step would not fit without
     offload: bool = False            # text encoders and VAE stay on the CPU, visiting `device` only while used
     vae_tiling: bool = False         # decode in tiles (large images on small GPUs)
     options: dict[str, typing.Any] = field(default_factory=dict)  # family extras: max_sequence_length, truncate_prompts, embedded_guidance (flux), complex_human_instruction (sana)
@@ -171,6 +171,7 @@ class TrainConfig:
     checkpoint_every: int = 10       # iterations between checkpoints (0 = only at the end)
     keep_checkpoints: int = 2        # keep the newest N checkpoints
     max_skipped_iterations: int = 3  # consecutive iterations lost to reward failures before stopping
+    memory_check: bool = True        # on a GPU, stop before loading anything where `solrl check`'s memory estimate says the run does not fit (false: try anyway)
     parallel: ParallelMode = "replicate"  # under torchrun: replicate (whole model per rank, LoRA grads all-reduced) | fsdp2 (fully_shard)
     algorithm: Algorithm = "nft"     # the objective (solrl/training/objectives/); its own settings are in its section
     nft: NFTSection = field(default_factory=NFTSection)

@@ -1,9 +1,12 @@
 """`solrl check`: every shipped preset is checked on this CPU without crashing and names what it lacks;
 on a tiny pipeline it finds everything and plans exactly the layers the explore engine then quantizes;
-the memory estimate adds up by hand."""
+the memory estimate adds up by hand; the time forecast reproduces the run it is calibrated on and scales
+as a run does; the trainer's gate stops on the wrong machine before loading anything."""
+import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from solrl.cli import main
 from solrl.config import load_config
@@ -11,6 +14,7 @@ from solrl.precision.recipes import DeviceInfo
 from solrl.preflight import run_check
 from solrl.preflight.memory import GIB, RunShape, estimate_memory
 
+ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.yaml"))
 GPU_PRESETS = [p for p in CONFIGS if not p.stem.startswith("toy")]
 B200 = DeviceInfo("cuda", "B200", (10, 0), memory_gib=180.0, torchao="0.18.0")
@@ -22,20 +26,28 @@ def _section(report, title):
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
 def test_every_preset_is_checked_and_names_what_is_missing(path, tmp_path, monkeypatch):
+    """...and says what the run costs: on a GPU preset, for one GPU and for eight, seconds per iteration, hours
+    for the run and the peak memory, each marked as an estimate; a toy preset points to --measure."""
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hub"))   # an empty cache
-    report = run_check(load_config(path))
+    report = run_check(load_config(path), gpus=(1, 8))
     text = report.render()
-    for title in ("device", "explore", "compile", "prompts", "weights"):
+    for title in ("device", "explore", "compile", "prompts", "weights", "cost"):
         assert any(t == title for t, _ in report.sections), title
+    cost = _section(report, "cost")
     if path.stem.startswith("toy"):
         assert not report.problems, text
         assert "memory" in dict(report.sections)
+        assert "not estimated" in cost and "--measure" in cost and not report.forecasts
     else:   # no CUDA here, no weights, no prompt files: each named, with what to do
         assert any("no CUDA device" in p for p in report.problems)
         assert any("model weights of" in p and "huggingface-cli download" in p for p in report.problems)
         assert any("prompt file" in p for p in report.problems)
         assert "as on an NVIDIA H100/H200" in _section(report, "device")
         assert "estimated peak" in _section(report, "memory")
+        assert cost.startswith("ESTIMATES, calibrated on") and "1 GPU: " in cost and "8 GPUs: " in cost
+        assert "min per iteration (estimate)" in cost and "GPU-hours" in cost and "peak memory per GPU" in cost
+        one, eight = report.forecasts
+        assert one.iteration_seconds > 0 and one.hours > 0 and eight.groups_per_gpu * 8 == one.groups_per_gpu
 
 
 @pytest.mark.parametrize("path", [p for p in GPU_PRESETS if "sol_rl" in p.read_text() or "explore_seeds" in p.read_text()],
@@ -124,3 +136,223 @@ def test_weights_in_the_hugging_face_cache_are_found(tmp_path, monkeypatch):
     weights = _section(run_check(cfg, B200), "weights")
     assert "yuvalkirstain/PickScore_v1: Hugging Face cache" in weights
     assert "laion/CLIP-ViT-H-14-laion2B-s32B-b79K: MISSING" in weights
+
+
+# ---- the naive_scaling memory gap, the reward and the engine build ------------------------------------------
+
+def test_a_compiled_module_outlives_del_until_a_collection():
+    """Why naive_scaling read 2x the estimate after another run in the same process (memory.py): a module compiled
+    with Module.compile holds itself in a reference cycle, so its weights outlive `del` until the cycle collector runs."""
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        block = torch.nn.Linear(4, 4)
+        block.compile(backend="eager")
+        weight = weakref.ref(block.weight)
+        del block
+        assert weight() is not None          # still held: the cycle module -> compiled call -> bound method -> module
+        gc.collect()
+        assert weight() is None
+        plain = torch.nn.Linear(4, 4)
+        weight = weakref.ref(plain.weight)
+        del plain
+        assert weight() is None              # without compilation reference counting frees it at once
+    finally:
+        gc.enable()
+
+
+def test_memory_counts_the_reward_and_the_engine_build_by_hand():
+    shape = RunShape(transformer_params=1_000_000_000, weight_bytes=2, lora_params=10_000_000, lora_copies=2,
+                     explore_bytes=1.5e9, encoder_params=2e9, visiting_params=0.0, tokens=256, hidden=256, blocks=4,
+                     micro_batch=1, rollout_batch=1, checkpointing=True, activation_bytes=2, reward_bytes=4e9)
+    estimate = estimate_memory(shape)
+    assert estimate.parts["reward model"] == pytest.approx(4e9 / GIB)
+    copy = 2e9 + 2 * 10e6 * 4                     # the deep copy: weights and the trained and old adapters (fp32)
+    assert estimate.parts["explore engine build (transient)"] == pytest.approx(copy / GIB)
+    before = 4e9 + 2e9 + 4e9 + 2 * 10e6 * 4       # reward, weights, encoders, two adapters: no optimizer state yet
+    build = before + copy + 1.5e9
+    running = 2e9 + 10e6 * (16 + 4 * 2) + 1.5e9 + 4e9 + 4e9 + (2 * 4 + 44) * 256 * 256 * 2
+    assert build > running and estimate.peak_gib == pytest.approx(build / GIB)
+    without_engine = estimate_memory(RunShape(**{**shape.__dict__, "explore_bytes": 0.0}))
+    assert without_engine.parts["explore engine build (transient)"] == 0
+    assert without_engine.peak_gib == pytest.approx((running - 1.5e9) / GIB)
+
+
+def test_the_reward_model_is_counted_where_it_runs():
+    from solrl.preflight.rewards import CLIP_H14, CLIP_L14, reward_footprint
+
+    pick = reward_footprint(load_config(None, ["reward.name=pickscore"]).reward, "cuda")
+    assert [p.where for p in pick] == ["gpu"] and pick[0].device_bytes == CLIP_H14 * 4
+    half = reward_footprint(load_config(None, ["reward.name=pickscore", "reward.options={dtype: bfloat16}"]).reward, "cuda")
+    assert half[0].device_bytes == CLIP_H14 * 2
+    multi = load_config(None, ["reward.name=multi", "reward.weights={pickscore: 1.0, clipscore: 0.5, jpeg_compressibility: 0.1}",
+                               "reward.options={clipscore: {device: cpu}}"]).reward
+    parts = {p.name: p for p in reward_footprint(multi, "cuda")}
+    assert parts["clipscore"].where == "cpu" and parts["clipscore"].params == CLIP_L14 and parts["clipscore"].device_bytes == 0
+    assert parts["jpeg_compressibility"].where == "cpu" and sum(p.device_bytes for p in parts.values()) == CLIP_H14 * 4
+    assert reward_footprint(load_config(None, ["reward.name=pickscore"]).reward, "cpu")[0].device_bytes == 0
+
+
+def test_a_remote_judge_is_reported_remote_not_missing(tmp_path, monkeypatch):
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hub"))
+    report = run_check(load_config(ROOT / "configs" / "qwen_image_ocr.yaml"))
+    assert not any("vlm_ocr" in p or "Qwen3-VL" in p for p in report.problems), report.problems
+    weights = _section(report, "weights")
+    assert "reward vlm_ocr: remote" in weights and "Qwen/Qwen3-VL-8B-Instruct: MISSING" not in weights
+
+
+def test_auto_checkpointing_is_on_only_where_the_estimate_does_not_fit(tmp_path, monkeypatch):
+    """SD3.5-L on an 80 GiB GPU: as shipped (1024 px, micro-batch 4) the step does not fit without checkpointing,
+    so auto turns it on; at 512 px and micro-batch 1 it fits, so auto leaves it off. The choice and both estimates
+    are printed."""
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hub"))
+    h100 = DeviceInfo("cuda", "NVIDIA H100 80GB HBM3", (9, 0), memory_gib=80.0)
+    preset = ROOT / "configs" / "sd35l_pickscore.yaml"
+    shipped = run_check(load_config(preset, ["model.gradient_checkpointing=auto"]), h100)
+    assert shipped.plan.checkpointing and shipped.plan.shape.checkpointing
+    assert "model.gradient_checkpointing=auto -> on: estimated peak" in _section(shipped, "memory")
+    small = run_check(load_config(preset, ["model.gradient_checkpointing=auto", "model.resolution=512", "train.micro_batch=1"]), h100)
+    assert not small.plan.checkpointing and "auto -> off" in _section(small, "memory")
+    assert small.memory.peak_gib < 0.92 * 80
+    on_a_cpu = run_check(load_config(None, ["model.gradient_checkpointing=auto"]))
+    assert not on_a_cpu.plan.checkpointing   # no GPU memory to fit
+
+
+# ---- the time forecast ----------------------------------------------------------------------------------
+
+def test_the_calibration_is_the_results_file():
+    """The constants the forecast rests on are the measured run's, as results/gpu/ keeps it."""
+    from solrl.preflight.forecast import MEASURED
+
+    record = next(r for r in json.loads((ROOT / "results/gpu/sd35l_preset_h200.json").read_text())["records"]
+                  if r["group"] == "sol_rl" and r["call"] == "second call")
+    assert {k: record[k] for k in MEASURED} == MEASURED
+
+
+def test_forward_flops_match_torchs_counter_on_the_whole_model():
+    """Cutting each block stack to one block per kind and adding the others at their kind's cost gives torch's
+    own FLOP count of the whole forward (torch.utils.flop_counter), on tiny SD3 and FLUX transformers."""
+    import types
+
+    import diffusers
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from solrl.models.diffusers_families import MODEL_FAMILIES
+    from solrl.preflight.flops import _meta_inputs, forward_flops
+    from solrl.testing.random_pipelines import TINY_TRANSFORMERS
+
+    for family, config, shape in (("sd3", {**TINY_TRANSFORMERS["sd3"], "num_layers": 3}, (4, 16, 16)),
+                                  ("flux", {**TINY_TRANSFORMERS["flux"], "num_layers": 2, "num_single_layers": 3}, (4, 8, 8))):
+        cls = MODEL_FAMILIES[family]
+        with torch.device("meta"):
+            transformer = getattr(diffusers, {"sd3": "SD3Transformer2DModel", "flux": "FluxTransformer2DModel"}[family])(**config)
+        counted = forward_flops(cls, transformer, shape, 12)
+        view = types.SimpleNamespace(transformer=transformer, pipe=getattr(diffusers, cls.pipeline_class), embedded_guidance=1.0)
+        with FlopCounterMode(display=False) as reference, torch.no_grad():
+            cls._forward(view, *_meta_inputs(cls, transformer, shape, 12))
+        assert counted == reference.get_total_flops() > 0, family
+        assert len(transformer.transformer_blocks) == config["num_layers"]   # the stacks are whole again
+
+
+def test_the_forecast_reproduces_the_run_it_is_calibrated_on(tmp_path, monkeypatch):
+    """SD3.5-L as shipped with one prompt group per iteration on an H200: the estimate gives back the measured
+    stage seconds, through the FLOP count, the padding and the stage formulas."""
+    from solrl.preflight.forecast import MEASURED
+
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hub"))
+    # the measured run encoded prompts at SD3's default 256 T5 tokens
+    cfg = load_config(ROOT / "configs" / "sd35l_pickscore.yaml", ["train.prompts_per_iter=1", "model.options={max_sequence_length: 256}"])
+    h200 = DeviceInfo("cuda", "NVIDIA H200", (9, 0), memory_gib=139.8)
+    report = run_check(cfg, h200, gpus=(1,))
+    (one,) = report.forecasts
+    assert one.iteration_seconds == pytest.approx(MEASURED["seconds_iteration"], rel=1e-3)
+    cost = _section(report, "cost")
+    assert f"explore {MEASURED['seconds_explore']:.1f} s" in cost and f"train {MEASURED['seconds_train']:.1f} s" in cost
+    assert f"generate {MEASURED['seconds_regenerate']:.1f} s" in cost
+
+
+def test_the_forecast_scales_as_the_trainer_shares_the_work():
+    """Prompt groups split among GPUs, evaluations do not (rank 0 evaluates); counted by hand."""
+    from solrl.preflight.forecast import GroupCost, evaluation_seconds, evaluations, forecast_run
+
+    cfg = load_config(None, ["train.iterations=300", "train.eval_every=20", "train.prompts_per_iter=48", "eval.max_prompts=256",
+                             "eval.seeds_per_prompt=1", "eval.steps=40", "sampling.batch_size=24"])
+    assert evaluations(cfg) == 16          # the base, iterations 20, 40, ..., 280, and the end
+    cost = GroupCost(explore=10.0, regenerate=5.0, score=1.0, train=4.0, forward=0.05, basis="estimate", compile_seconds=36.0)
+    per_eval = evaluation_seconds(cfg, cost, 256)
+    assert per_eval == pytest.approx(264 * 40 * 0.05 + 256 * __import__("solrl.preflight.forecast", fromlist=["x"]).score_seconds_per_image())
+    one, eight = (forecast_run(cfg, cost, w, per_eval) for w in (1, 8))
+    assert one.iteration_seconds == 48 * 20.0 and eight.iteration_seconds == 6 * 20.0
+    assert one.train_hours == pytest.approx(300 * 960 / 3600) and eight.train_hours == pytest.approx(one.train_hours / 8)
+    assert one.eval_hours == eight.eval_hours == pytest.approx(16 * per_eval / 3600)
+    assert one.hours == pytest.approx(one.train_hours + one.eval_hours + 0.01)
+    budget = load_config(None, ["train.iterations=300", "train.prompts_per_iter=48", "train.time_budget_minutes=60"])
+    assert forecast_run(budget, cost, 1, None).train_hours == pytest.approx(4 * 960 / 3600)   # ceil(3600 / 960) iterations
+
+
+def test_the_forecast_follows_the_model_the_kernel_and_the_settings(tmp_path, monkeypatch):
+    """Without checkpointing training costs one forward less per pair; a B200 is faster by its peak; FLUX.1 at 512 px
+    is estimated at its own FLOPs; an unknown GPU is not estimated, and says how to fix that."""
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hub"))
+    preset = ROOT / "configs" / "sd35l_pickscore.yaml"
+    h100 = DeviceInfo("cuda", "NVIDIA H100 80GB HBM3", (9, 0), memory_gib=80.0)
+    base = run_check(load_config(preset), h100).plan
+    from solrl.preflight.cost import estimated_group
+    from solrl.preflight.forecast import train_forwards_per_pair
+
+    with_ckpt, _ = estimated_group(base)
+    no_ckpt, _ = estimated_group(run_check(load_config(preset, ["model.gradient_checkpointing=false"]), h100).plan)
+    assert no_ckpt.train / with_ckpt.train == pytest.approx(train_forwards_per_pair(2, False) / train_forwards_per_pair(2, True))
+    b200_cost, notes = estimated_group(run_check(load_config(preset), B200).plan)
+    assert with_ckpt.regenerate / b200_cost.regenerate == pytest.approx(2250.0 / 989.4)
+    assert any("never timed on a GPU" in n for n in notes)       # NVFP4 on Blackwell: fp8's speed stands in
+    unknown = DeviceInfo("cuda", "Mystery GPU", (7, 5), memory_gib=16.0)
+    text = _section(run_check(load_config(preset), unknown), "cost")
+    assert "not estimated" in text and "--gpu-name" in text
+
+
+def test_a_measured_prompt_group_replaces_the_estimate(tmp_path):
+    """--measure runs one prompt group through the trainer itself and forecasts from it; the stages add up
+    to the measured iteration."""
+    from solrl.preflight.measure import measure_group
+
+    cfg = load_config(ROOT / "configs" / "toy_sol_rl.yaml", [
+        "rollout.explore_seeds=4", "train.group_size=2", "sampling.batch_size=4", "sampling.steps=2", "rollout.explore_steps=1",
+        "eval.max_prompts=4", "train.micro_batch=4", f"out_dir={tmp_path / 'never'}"])
+    measured = measure_group(cfg)
+    cost = measured.cost
+    assert cost.basis == "measured" and cost.total == pytest.approx(measured.record["seconds_iteration"])
+    assert cost.explore > 0 and cost.regenerate > 0 and cost.train > 0 and cost.forward > 0
+    assert not (tmp_path / "never").exists()                    # the probe wrote only to a temporary directory
+    report = run_check(cfg, gpus=(1, 2), measured=measured)
+    text = _section(report, "cost")
+    assert text.startswith("MEASURED on this machine") and "1 CPU process: 8 prompt group(s) each" in text
+    assert report.forecasts[0].iteration_seconds == pytest.approx(8 * cost.total)
+
+
+# ---- the trainer's gate ---------------------------------------------------------------------------------
+
+def test_the_gate_stops_a_gpu_preset_on_a_cpu_machine_before_anything_loads():
+    from solrl.preflight.gate import WrongMachine, gate
+
+    with pytest.raises(WrongMachine) as info:
+        gate(load_config(ROOT / "configs" / "sd35l_pickscore.yaml"), "configs/sd35l_pickscore.yaml")
+    message = str(info.value)
+    assert "no CUDA device" in message and "solrl check configs/sd35l_pickscore.yaml" in message and "\n" not in message
+    assert gate(load_config(None, ["model.gradient_checkpointing=auto"])) is False   # a CPU run: auto is off
+
+
+def test_the_gate_stops_a_gpu_the_preset_does_not_fit(monkeypatch, tmp_path):
+    from solrl.preflight import gate as gate_module
+    from solrl.precision import recipes
+
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    small = DeviceInfo("cuda", "NVIDIA A10", (8, 6), memory_gib=24.0)
+    monkeypatch.setattr(recipes, "device_info", lambda device: small)
+    cfg = load_config(ROOT / "configs" / "sd35l_pickscore.yaml")
+    with pytest.raises(gate_module.WrongMachine, match=r"exceeds 24 GiB.*solrl check CONFIG"):
+        gate_module.gate(cfg)
+    assert gate_module.gate(load_config(ROOT / "configs" / "sd35l_pickscore.yaml", ["train.memory_check=false"])) is True

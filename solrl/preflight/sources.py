@@ -96,9 +96,19 @@ def _looks_like_weights(value) -> bool:
     return isinstance(value, str) and (HUB_ID.match(value) is not None or os.sep in value or value.startswith("~"))
 
 
+def is_remote(reward_cls) -> bool:
+    """A judge served behind an endpoint: the class says so (`remote`), or it is built from a `base_url`; its
+    `model` option names what the server serves, not weights to download."""
+    declared = getattr(reward_cls, "remote", None)
+    if declared is not None:
+        return bool(declared)
+    return "base_url" in inspect.signature(reward_cls.__init__).parameters
+
+
 def reward_weights(reward_cfg) -> list[tuple[str, str]]:
     """(reward option, hub id or path) of every weight a reward would load: its constructor's defaults for
-    model / processor / tokenizer / head, as overridden by reward.options (multi: each part's)."""
+    model / processor / tokenizer / head, as overridden by reward.options (multi: each part's); remote judges
+    load none."""
     from ..rewards import REWARDS
 
     parts = [(reward_cfg.name, reward_cfg.options)]
@@ -106,7 +116,7 @@ def reward_weights(reward_cfg) -> list[tuple[str, str]]:
         parts = [(name, reward_cfg.options.get(name, {})) for name in reward_cfg.weights]
     found = []
     for name, options in parts:
-        if name not in REWARDS:
+        if name not in REWARDS or is_remote(REWARDS[name]):
             continue
         for param in inspect.signature(REWARDS[name].__init__).parameters.values():
             if param.name in ("model", "processor", "tokenizer", "head"):
