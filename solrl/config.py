@@ -169,6 +169,8 @@ class TrainConfig:
     time_budget_minutes: float = 0.0 # stop after this much training wall-clock, evaluations left out (0 = run all iterations)
     eval_every: int = 5              # iterations between held-out validations (0 = only at the end)
     checkpoint_every: int = 10       # iterations between checkpoints (0 = only at the end)
+    checkpoint_minutes: float = 0.0  # also checkpoint after an iteration once this much wall clock has passed since the last checkpoint (0 = off)
+    progress_seconds: float = 30.0   # inside an iteration, a progress line (stage, prompt group, time left) at most this often (0 = every group)
     keep_checkpoints: int = 2        # keep the newest N checkpoints
     max_skipped_iterations: int = 3  # consecutive iterations lost to reward failures before stopping
     memory_check: bool = True        # on a GPU, stop before loading anything where `solrl check`'s memory estimate says the run does not fit (false: try anyway)

@@ -108,3 +108,36 @@ def test_overrides_after_options_are_overrides_and_anything_else_is_refused(caps
     with pytest.raises(SystemExit):
         main(["train", "configs/toy_nft.yaml", "--quiet", "stray"])
     assert "unrecognized arguments: stray" in capsys.readouterr().err
+
+
+def test_a_gpu_preset_on_a_cpu_machine_stops_before_loading_anything(monkeypatch, capsys):
+    """`solrl train configs/sd35l_pickscore.yaml` without a CUDA device: exit 2 with one line naming the missing
+    device and `solrl check` on this preset; no prompt file read, no reward built, no model loaded first."""
+    import solrl.data
+    import solrl.models
+    import solrl.rewards
+    import solrl.training.trainer
+
+    def loaded(what):
+        def refuse(*args, **kwargs):
+            raise AssertionError(f"{what} was loaded before the CUDA check")
+        return refuse
+
+    monkeypatch.setattr(solrl.training.trainer, "build_reward", loaded("the reward"))
+    monkeypatch.setattr(solrl.training.trainer, "load_policy", loaded("the model"))
+    monkeypatch.setattr(solrl.training.trainer.PromptSet, "load", loaded("a prompt file"))
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    assert main(["train", "configs/sd35l_pickscore.yaml"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("solrl train: error: model.device=cuda")
+    assert "no CUDA device" in err[0] and "`solrl check configs/sd35l_pickscore.yaml`" in err[0]
+
+
+def test_check_prints_the_cost_for_one_gpu_and_for_eight(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert main(["check", "configs/sd35l_pickscore.yaml", "--gpus", "8"]) == 2   # no CUDA, no weights here: exit 2
+    out = capsys.readouterr().out
+    assert "Traceback" not in out
+    cost = out[out.index("cost "):]
+    assert "ESTIMATES" in cost and "1 GPU: 48 prompt group(s) each" in cost and "8 GPUs: 6 prompt group(s) each" in cost
+    assert "min per iteration (estimate)" in cost and "the run " in cost and "peak memory per GPU" in cost

@@ -20,7 +20,7 @@ ITERATIONS = 16
 HERE = Path(__file__).parent
 
 
-def _config(tiny_toy_dir, path):
+def _config(tiny_toy_dir, path, **train):
     cfg = {
         "model": {"path": str(tiny_toy_dir)}, "reward": {"name": "jpeg_compressibility"},
         "sampling": {"steps": 3, "batch_size": 8}, "lora": {"rank": 4, "alpha": 8},
@@ -28,6 +28,7 @@ def _config(tiny_toy_dir, path):
                   "lr": 1e-2, "eval_every": 4, "checkpoint_every": 1, "keep_checkpoints": 2},
         "eval": {"max_prompts": 2, "seeds_per_prompt": 1, "steps": 2},
     }
+    cfg["train"].update(train)
     path.write_text(yaml.safe_dump(cfg))
     return path
 
@@ -109,3 +110,37 @@ def test_kill_nine_and_resume_reproduces_an_uninterrupted_run(tiny_toy_dir, tmp_
     print(f"{kills} kills (the first mid-write), {ITERATIONS} iterations: weights, AdamW moments, torch RNG bit-identical")
     assert _steps(run / "train.jsonl") == list(range(1, ITERATIONS + 1))  # nothing logged twice or lost
     assert _steps(run / "eval.jsonl") == _steps(reference / "eval.jsonl") == [0, 4, 8, 12, 16]
+
+
+def _same_run(reference, run, iterations):
+    a, b = load_checkpoint(reference), load_checkpoint(run)
+    assert a["iteration"] == b["iteration"] == iterations and a["optimizer_step"] == b["optimizer_step"]
+    for key in ("lora_default", "lora_old"):
+        for name, value in a[key].items():
+            assert torch.equal(value, b[key][name]), (key, name)
+    for index, moments in a["optimizer"]["state"].items():
+        for name, value in moments.items():
+            assert torch.equal(value, b["optimizer"]["state"][index][name]), (index, name)
+    assert torch.equal(a["rng"]["torch"], b["rng"]["torch"])
+
+
+def test_kill_nine_after_a_checkpoint_by_wall_time_resumes_exactly(tiny_toy_dir, tmp_path):
+    """Checkpoints by wall time only (checkpoint_every 0, checkpoint_minutes tiny: one after each iteration):
+    kill -9 once a time checkpoint is on disk, resume with --resume auto, and get the uninterrupted run's
+    weights, AdamW moments and logs bit for bit."""
+    iterations = 4
+    config = _config(tiny_toy_dir, tmp_path / "cfg.yaml", iterations=iterations, checkpoint_every=0,
+                     checkpoint_minutes=1e-6, eval_every=2)
+    reference, run = tmp_path / "reference", tmp_path / "killed"
+    straight = _train(config, reference)
+    proc = _train(config, run)
+    assert _wait_for(lambda: _newest(run) >= 2, proc), proc.stderr.read().decode()[-2000:]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert 2 <= _newest(run) < iterations, "the kill landed after the run's end: nothing was resumed"
+    final = _train(config, run)
+    assert final.wait(timeout=300) == 0, final.stderr.read().decode()[-2000:]
+    assert straight.wait(timeout=300) == 0, straight.stderr.read().decode()[-2000:]
+    _same_run(reference, run, iterations)
+    assert _steps(run / "train.jsonl") == list(range(1, iterations + 1))
+    assert _steps(run / "eval.jsonl") == _steps(reference / "eval.jsonl") == [0, 2, 4]

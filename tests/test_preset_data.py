@@ -47,9 +47,12 @@ def place(root: Path, relative: str, text: str) -> None:
     path.write_text(text)
 
 
+CPU = "model.device=cpu"   # past the trainer's CUDA gate on this machine, to what would stop the run next
+
+
 def test_a_missing_prompt_file_names_the_fetch_command(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    assert main(["train", str(CONFIGS / "sd35l_pickscore.yaml"), f"out_dir={tmp_path / 'run'}"]) == 2
+    assert main(["train", str(CONFIGS / "sd35l_pickscore.yaml"), f"out_dir={tmp_path / 'run'}", CPU]) == 2
     err = error_line(capsys.readouterr().err)
     assert "'data/pickscore/train.txt' does not exist: it is the PickScore prompt set's train.txt" in err
     assert "`solrl data fetch pickscore`" in err and "--offline` says which file to place where" in err
@@ -60,13 +63,13 @@ def test_with_the_data_in_place_sd35l_fails_only_on_the_weights(tmp_path, monkey
     place(tmp_path, "data/pickscore/train.txt", PICKSCORE_LINES)
     place(tmp_path, "data/pickscore/test.txt", PICKSCORE_LINES)
     preset = str(CONFIGS / "sd35l_pickscore.yaml")
-    assert main(["train", preset, f"out_dir={tmp_path / 'run'}"]) == 2
+    assert main(["train", preset, f"out_dir={tmp_path / 'run'}", CPU]) == 2
     err = error_line(capsys.readouterr().err)
     assert "reward pickscore: not found at 'yuvalkirstain/PickScore_v1'" in err and "Hugging Face cache" in err
     # these stand-ins are not the pinned set: said, not refused
     assert "data/pickscore/train.txt is not the pinned pickscore file" in caplog.text
     # a reward without weights: the next thing missing is the model's
-    assert main(["train", preset, f"out_dir={tmp_path / 'run'}", "reward.name=jpeg_compressibility"]) == 2
+    assert main(["train", preset, f"out_dir={tmp_path / 'run'}", CPU, "reward.name=jpeg_compressibility"]) == 2
     err = error_line(capsys.readouterr().err)
     assert "sd3: no StableDiffusion3Pipeline at 'stabilityai/stable-diffusion-3.5-large'" in err
     assert "Hugging Face cache" in err
@@ -80,9 +83,9 @@ def test_the_ocr_preset_hands_its_reward_prompts_with_a_target_text(tmp_path, mo
     place(tmp_path, "data/pickscore/train.txt", PICKSCORE_LINES)
     preset = str(CONFIGS / "qwen_image_ocr.yaml")
     # prompts that name no text: refused before any model is loaded
-    assert main(["train", preset, f"out_dir={tmp_path / 'run'}", "train.prompts=data/pickscore/train.txt"]) == 2
+    assert main(["train", preset, f"out_dir={tmp_path / 'run'}", CPU, "train.prompts=data/pickscore/train.txt"]) == 2
     err = error_line(capsys.readouterr().err)
     assert "2 of 2 prompts name no text to render" in err and "solrl data fetch ocr" in err
-    assert main(["train", preset, f"out_dir={tmp_path / 'run'}"]) == 2
+    assert main(["train", preset, f"out_dir={tmp_path / 'run'}", CPU]) == 2
     err = error_line(capsys.readouterr().err)
     assert "qwen_image: no QwenImagePipeline at 'Qwen/Qwen-Image'" in err and "Hugging Face cache" in err

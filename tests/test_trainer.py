@@ -337,3 +337,33 @@ def test_eval_of_a_run_evaluates_what_the_trainer_evaluated(tiny_toy_dir, tmp_pa
     assert (auto["weights"], live["weights"], final["weights"]) == ("ema", "live", "ema")
     assert auto["mean_score"] == pytest.approx(final["mean_score"], abs=1e-6)
     assert abs(live["mean_score"] - auto["mean_score"]) > 1e-6
+
+
+def test_progress_lines_say_the_stage_the_prompt_group_and_the_time_left(tiny_toy_dir, tmp_path, capsys):
+    """A tiny sol_rl run of 2 prompt groups per iteration, lines at every group (train.progress_seconds=0): each
+    stage's line as each group's samples are done, one as training ends, each with the iteration's time left;
+    from the second iteration, the run's time left too. Evaluations report the same way."""
+    cfg = _cfg(tiny_toy_dir, tmp_path / "run", "train.iterations=2", "train.progress_seconds=0", "train.checkpoint_every=0",
+               "sampling.batch_size=4", "rollout.family=sol_rl", "rollout.explore_seeds=4", "rollout.explore_steps=2",
+               "rollout.explore_precision=fp32")
+    Trainer(cfg, quiet=False).train()
+    lines = [line for line in capsys.readouterr().out.splitlines() if " | " in line]
+    for it in (1, 2):
+        mine = [line for line in lines if line.startswith(f"iteration {it}/2 | ")]
+        for stage, samples in (("explore", 8), ("regenerate", 6)):
+            for done in (1, 2):
+                assert any(f"| {stage}: {done}/2 prompt groups done" in line for line in mine), (stage, done, mine)
+        assert any("| train: 12/12 pairs" in line for line in mine), mine
+        assert all(" in, ETA " in line and "ETA ?" not in line for line in mine), mine
+        assert all(("the run about" in line) == (it == 2) for line in mine), mine
+    assert sum(line.startswith("evaluation after iteration") for line in lines) == 2   # before training, at the end
+
+
+def test_a_checkpoint_by_wall_time_between_checkpoint_every(tiny_toy_dir, tmp_path):
+    """train.checkpoint_minutes writes a checkpoint after the first iteration that ends past it, besides
+    checkpoint_every (off here): with a tiny interval every iteration qualifies; with a large one only the end."""
+    timed = Trainer(_cfg(tiny_toy_dir, tmp_path / "timed", "train.checkpoint_every=0", "train.checkpoint_minutes=1e-6"), quiet=True)
+    timed.train()
+    assert [int(p.stem.split("_")[1]) for p in list_checkpoints(tmp_path / "timed" / "checkpoints")] == [1, 2, 3, 4]
+    Trainer(_cfg(tiny_toy_dir, tmp_path / "late", "train.checkpoint_every=0", "train.checkpoint_minutes=60"), quiet=True).train()
+    assert [int(p.stem.split("_")[1]) for p in list_checkpoints(tmp_path / "late" / "checkpoints")] == [4]

@@ -14,19 +14,39 @@ def run(args) -> int:
         if not (major.isdigit() and minor.isdigit()):
             raise ValueError(f"--capability {args.capability!r} must look like 9.0 (H100 / H200) or 10.0 (B200)")
         described = DeviceInfo("cuda", args.gpu_name, (int(major), int(minor)), memory_gib=args.gpu_memory_gib)
-    report = run_check(cfg, described)
+    gpus = tuple(dict.fromkeys([1, *(args.gpus or [])]))
+    if any(w < 1 for w in gpus):
+        raise ValueError(f"--gpus takes a positive number of GPUs, got {min(gpus)}")
+    measured = None
+    if args.measure:
+        if described is not None:
+            raise ValueError("--measure times this machine; it does not combine with --capability (a described GPU)")
+        first = run_check(cfg, None, gpus)   # nothing loads when something would stop the run anyway
+        if first.problems:
+            print(first.render())
+            print("--measure: not run, the problems above would stop it")
+            return 2
+        from ..preflight.measure import measure_group
+
+        measured = measure_group(cfg)
+    report = run_check(cfg, described, gpus, measured)
     print(f"solrl check {args.config or '(defaults)'} {' '.join(args.overrides)}".rstrip())
     print(report.render())
     return 2 if report.problems else 0
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("check", help="preflight: what a preset would run on this device, what it lacks, its peak memory; "
-                                     "loads no weights (exit 2 when something would stop the run)")
+    p = sub.add_parser("check", help="preflight: what a preset would run on this device, what it lacks, its peak memory and "
+                                     "time; loads no weights unless --measure (exit 2 when something would stop the run)")
     p.add_argument("config", nargs="?", default=None, help="YAML preset (default: built-in defaults)")
     p.add_argument("overrides", nargs="*", help="key=value overrides, as for train")
     p.add_argument("--capability", default=None, help="describe a GPU instead of this machine's device: compute capability, "
                                                       "e.g. 9.0 (H100 / H200), 10.0 (B200), 8.0 (A100)")
     p.add_argument("--gpu-memory-gib", type=float, default=80.0, help="that GPU's memory (default 80)")
-    p.add_argument("--gpu-name", default="described GPU", help="that GPU's name, for the printout")
+    p.add_argument("--gpu-name", default="described GPU", help="that GPU's name, for the printout and its speed "
+                                                               "(e.g. 'NVIDIA H100', 'B200'; else the capability decides)")
+    p.add_argument("--gpus", type=int, action="append", metavar="W",
+                   help="also forecast the run on W GPUs (repeatable; one GPU is always shown)")
+    p.add_argument("--measure", action="store_true", help="time one prompt group on this machine through the trainer "
+                   "(loads the model and reward) and forecast from it instead of the estimate")
     p.set_defaults(fn=run)

@@ -11,6 +11,7 @@ def run(args) -> int:
 
     from ..config import load_config
     from ..parallel.distributed import init_world, launched_by_torchrun
+    from ..preflight.gate import gate
     from ..training.trainer import Trainer
 
     if args.nproc_per_node > 1 and not launched_by_torchrun():
@@ -20,6 +21,7 @@ def run(args) -> int:
     logging.basicConfig(level=level, format=f"%(asctime)s {'' if not world.active else f'[rank {world.rank}] '}%(name)s %(levelname)s %(message)s")
     try:
         cfg = load_config(args.config, args.overrides)
+        gate(cfg, args.config)   # the wrong machine stops here, in seconds, naming this preset in its fix
         resume = args.resume
         if resume == "auto":
             from ..training.checkpoint import holds_checkpoints

@@ -39,7 +39,8 @@ def gate(cfg: Config, config_name: str = "CONFIG") -> bool:
     plan = make_plan(cfg, info)
     if plan.checkpointing_note:
         log.info("%s", plan.checkpointing_note)
-    if cfg.train.memory_check and plan.memory is not None and info.memory_gib and not fits(plan.memory, info.memory_gib):
+    whole = cfg.train.parallel != "fsdp2"   # the estimate holds the whole model on each GPU: not FSDP2's shards
+    if cfg.train.memory_check and whole and plan.memory is not None and info.memory_gib and not fits(plan.memory, info.memory_gib):
         raise WrongMachine(f"{memory_problem(plan.memory.peak_gib, info.memory_gib)} on this {info.label}; `solrl check "
                            f"{config_name}` shows the estimate, part by part (train.memory_check=false tries anyway)")
     return plan.checkpointing

@@ -295,3 +295,60 @@ def ocr_agreement(results: dict) -> str:
     r = results["rewards/ocr_agreement"]
     return (ocr_agreement_table(r) + f"\n{r['settings']['images']} images, {r['machine']}, {r['date']}: "
             f"{link('rewards/ocr_agreement', results, 'data')}.\n")
+
+
+@table("preset-costs")
+def preset_costs(results: dict) -> str:
+    """Each GPU model's presets on one H100 and on eight, as `solrl check` estimates them (one row per model: its
+    presets differ in the reward alone, so only the peak memory moves, given as a range)."""
+    c = results["preflight/preset_costs"]
+    by_model: dict[str, list[dict]] = {}
+    for r in c["records"]:
+        if r["group"] != "calibration check":
+            by_model.setdefault(r["group"].split("_")[0], []).append(r)
+    rows = []
+    for model, recs in by_model.items():
+        one = [r for r in recs if r["gpus"] == 1]
+        eight = [r for r in recs if r["gpus"] == 8]
+        peaks = sorted({r["peak_memory_gib"] for r in one})
+        peak = f"{peaks[0]:.0f}" if len(peaks) == 1 or round(peaks[0]) == round(peaks[-1]) else f"{peaks[0]:.0f}-{peaks[-1]:.0f}"
+        days = lambda h: f"{h:.0f} h" if h < 48 else f"{h / 24:.1f} days"  # noqa: E731
+        rows.append([", ".join(f"`{r['group']}`" for r in one), f"{one[0]['seconds_per_iteration'] / 60:.0f} min",
+                     days(one[0]["hours_run"]), f"{eight[0]['seconds_per_iteration'] / 60:.1f} min", days(eight[0]["hours_run"]),
+                     str(eight[0]["gpu_hours"]), peak])
+    checks = "; ".join(f"{r['what']}: measured {r['measured_over_estimated']:.2f}x the estimate"
+                       for r in c["records"] if r["group"] == "calibration check")
+    return (markdown(["presets", "1 GPU: iteration", "1 GPU: the run", "8 GPUs: iteration", "8 GPUs: the run",
+                      "8 GPUs: GPU-hours", "peak GiB per GPU"], rows)
+            + f"\nEstimates, not measurements ({c['date']}, {link('preflight/preset_costs', results, 'data')}): "
+              f"{c['settings']['gpu']}; calibrated on one measured SD3.5-L iteration. Held against GPU runs it was not "
+              f"calibrated on: {checks}.\n")
+
+
+@table("forecast-calibration")
+def forecast_calibration(results: dict) -> str:
+    """The five ratios `solrl check`'s time estimate carries from the one measured SD3.5-L iteration to other runs
+    (solrl/preflight/forecast.py computes them from the same records; a test holds its constants to this file)."""
+    s = results["gpu/sd35l_preset_h200"]
+    sol, eager, compiled = (record(s, "sol_rl", call="second call"), record(s, "naive_scaling_eager", call="first call"),
+                            record(s, "naive_scaling", call="first call"))
+    g = results["gpu/engine_sd35m_h200_reference_layers"]
+    policy = record(g, "lora_policy", compile="compiled")["forward_ms"]
+    c = results["preflight/preset_costs"]
+    forward = sol["seconds_regenerate"] / (24 * 10)
+    rest = sol["seconds_iteration"] - sol["seconds_rollout"] - sol["seconds_train"]
+    rows = [
+        ["the compiled policy's forward, per sample", f"{forward * 1000:.1f} ms = {c['settings']['calibration_peak_efficiency']:.0%} "
+         "of the H200's dense bf16 peak for SD3.5-L's FLOPs", "regeneration: 24 samples x 10 steps", link("gpu/sd35l_preset_h200", results)],
+        ["the explore engine's forward / the policy's", f"fp8 {sol['seconds_explore'] / (96 * 6) / forward:.2f}; "
+         f"bf16 {record(g, 'bf16', compile='compiled')['forward_ms'] / policy:.2f}; "
+         f"int8 {record(g, 'int8', compile='compiled')['forward_ms'] / policy:.2f}",
+         "fp8: 96 explored x 6 steps; bf16, int8: SD3.5-M, batch 24", link("gpu/engine_sd35m_h200_reference_layers", results)],
+        ["decoding and scoring, per image", f"{rest / 120 * 1000:.0f} ms", "the iteration less rollout and training, over "
+         "120 images (tiny VAE, CNN reward)", link("gpu/sd35l_preset_h200", results)],
+        ["training, per (sample, timestep) pair", f"{sol['seconds_train'] / 144 / forward:.1f} forwards", "24 samples x 6 "
+         "timesteps, old and reference teachers, checkpointing", link("gpu/sd35l_preset_h200", results)],
+        ["eager / compiled forward", f"{eager['seconds_rollout'] / compiled['seconds_rollout']:.2f}x", "naive_scaling's "
+         "rollout, eager and compiled, the same call", link("gpu/sd35l_preset_h200", results)],
+    ]
+    return markdown(["ratio", "value", "from", "data"], rows)

@@ -17,8 +17,10 @@ policy-gradient objectives. Exploration always runs the ODE: only the regenerate
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -64,6 +66,7 @@ class RolloutSpec:
     autocast: bool = False
     dynamics: Dynamics = ODE        # how full-precision samples are drawn (ode, or an SDE for policy gradients)
     adaptive: AdaptiveExploration | None = None  # sol_rl: explore in chunks up to explore_seeds (adaptive.py); None = all N
+    progress: Callable[[str, int, int], None] | None = None  # told (stage, samples done, samples) after each batch
 
     @property
     def seeds_per_prompt(self) -> int:
@@ -129,9 +132,10 @@ def _score(reward, policy, samples, prompts):
                           f"(scoring {len(prompts)} images of {where})") from exc
 
 
-def score_in_batches(policy, reward, prompts, seeds, spec: RolloutSpec, sample_batch) -> tuple[list, Scored]:
+def score_in_batches(policy, reward, prompts, seeds, spec: RolloutSpec, sample_batch, stage: str = "generate") -> tuple[list, Scored]:
     """Run `sample_batch(prompts, seeds) -> (sample-space images, what to keep)` on batches of
-    spec.batch_size and score each batch as soon as it exists. Returns (kept list, Scored without samples)."""
+    spec.batch_size and score each batch as soon as it exists; spec.progress hears of each batch as
+    `stage`. Returns (kept list, Scored without samples)."""
     device_type = next(policy.transformer.parameters()).device.type
     kept, scores, parts = [], [], {}
     gen_s = reward_s = metric_s = 0.0
@@ -150,13 +154,15 @@ def score_in_batches(policy, reward, prompts, seeds, spec: RolloutSpec, sample_b
             parts.setdefault(k, []).append(v)
         if keep is not None:
             kept.append(keep)
+        if spec.progress is not None:
+            spec.progress(stage, start + len(p), len(prompts))
     # a part missing from some batch (a deferred reward fault, rewards/guard.py) is left out whole
     parts = {k: torch.cat(v) for k, v in parts.items() if len(v) == len(scores)}
     return kept, Scored(None, None, torch.cat(scores), parts, gen_s, reward_s, metric_s)
 
 
 def draw_and_score(policy, reward, prompts, seeds, steps: int, spec: RolloutSpec, dynamics: Dynamics = ODE,
-                   velocity=None, keep: bool = True) -> Scored:
+                   velocity=None, keep: bool = True, stage: str = "generate") -> Scored:
     """Samples under `dynamics`, scored batch by batch. ODE samples are kept only if `keep` (explore
     images are dropped as soon as they are scored); an SDE keeps its trajectories."""
     if dynamics.stochastic:
@@ -168,7 +174,7 @@ def draw_and_score(policy, reward, prompts, seeds, steps: int, spec: RolloutSpec
             x = generate(policy, p, s, steps, spec.solver, spec.guidance, batch_size=spec.batch_size, velocity=velocity).float()
             return x, (x if keep else None)
 
-    kept, scored = score_in_batches(policy, reward, prompts, seeds, spec, sample_batch)
+    kept, scored = score_in_batches(policy, reward, prompts, seeds, spec, sample_batch, stage)
     if dynamics.stochastic:
         scored.trajectory = SDETrajectory.cat(kept)
     elif kept:
@@ -241,7 +247,7 @@ def run_rollout(policy, reward, group_prompts: list[str], seeds: list[int], spec
             if spec.family == "naive_quant":
                 full = explored.take(idx)
             else:
-                full = draw_and_score(policy, reward, prompts, seeds, spec.full_steps, spec, spec.dynamics)
+                full = draw_and_score(policy, reward, prompts, seeds, spec.full_steps, spec, spec.dynamics, stage="regenerate")
                 seconds["regenerate"], seconds["reward"], seconds["metrics"] = full.generate_seconds, full.reward_seconds, full.metric_seconds
                 proxy = explored.scores[idx]
                 metrics.update(proxy_full_spearman=_mean_spearman(proxy, full.scores, groups),
@@ -263,10 +269,16 @@ def _explore(policy, reward, prompts, seeds, groups: int, spec: RolloutSpec, eng
     Returns (the explored rows, group by group; each row's index into `seeds`; the seeds explored per group).
     naive_quant (the Sol-RL reference's) runs the low-precision engine at the full step count and keeps its images."""
     keep = spec.family == "naive_quant"
+    explored = [0]   # seeds explored in earlier chunks: progress counts the stage whole, up to every group's N
 
     def explore(rows: list[int]) -> Scored:
-        return draw_and_score(policy, reward, [prompts[r] for r in rows], [seeds[r] for r in rows],
-                              spec.full_steps if keep else spec.explore_steps, spec, velocity=engine.velocity, keep=keep)
+        told = spec.progress
+        chunk = spec if told is None else dataclasses.replace(spec, progress=lambda s, d, _t: told(s, explored[0] + d, len(seeds)))
+        scored = draw_and_score(policy, reward, [prompts[r] for r in rows], [seeds[r] for r in rows],
+                                spec.full_steps if keep else spec.explore_steps, chunk, velocity=engine.velocity, keep=keep,
+                                stage="explore")
+        explored[0] += len(rows)
+        return scored
 
     if spec.adaptive is None:
         rows = list(range(len(seeds)))

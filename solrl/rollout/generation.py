@@ -57,9 +57,11 @@ def generate(
     shift: float | None = None,
     batch_size: int = 64,
     velocity=None,
+    progress=None,
 ) -> torch.Tensor:
     """Clean samples [len(prompts), *policy.sample_shape]; prompts[i] is drawn from seeds[i].
-    `velocity` overrides the policy's own velocity function (e.g. an explore engine's)."""
+    `velocity` overrides the policy's own velocity function (e.g. an explore engine's); `progress(done,
+    total)` hears of each finished batch."""
     velocity = velocity or policy.velocity
     grid = sampling_grid(policy, steps, shift)
     device = next(policy.transformer.parameters()).device
@@ -69,6 +71,8 @@ def generate(
         noise = initial_noise(batch_seeds, policy.sample_shape, device=device)
         cond = policy.encode_prompts(batch_prompts)
         out.append(sample(velocity, noise, cond, steps, solver=solver, guidance=guidance, uncond=uncond, grid=grid)[:n])
+        if progress is not None:
+            progress(sum(len(x) for x in out), len(prompts))
     return torch.cat(out) if out else torch.empty((0, *policy.sample_shape), device=device)
 
 

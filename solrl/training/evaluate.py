@@ -19,11 +19,14 @@ def eval_seeds(num_prompts: int, seeds_per_prompt: int, base: int = 10_000_000) 
 
 def evaluate(policy, reward, prompts: Sequence[str], seeds_per_prompt: int = 2, steps: int = 10, solver: str = "euler",
              guidance: float = 1.0, batch_size: int = 64, grid_prompts: int = 16, out_dir: str | Path | None = None,
-             tag: str = "eval", velocity=None) -> dict:
+             tag: str = "eval", velocity=None, progress=None) -> dict:
+    """Mean reward (and the reward's parts) over every prompt's seeds; `progress(done, total)` hears of each
+    generated batch."""
     start = time.time()
     flat_prompts = [p for p in prompts for _ in range(seeds_per_prompt)]
     seeds = eval_seeds(len(prompts), seeds_per_prompt)
-    samples = generate(policy, flat_prompts, seeds, steps, solver, guidance, batch_size=batch_size, velocity=velocity)
+    samples = generate(policy, flat_prompts, seeds, steps, solver, guidance, batch_size=batch_size, velocity=velocity,
+                       progress=progress)
     if reward is None:  # a sharded rank's share of the work: the forwards, not the scoring
         return {"num_images": len(flat_prompts), "seconds_generate": round(time.time() - start, 2)}
     images = policy.decode(samples)

@@ -22,6 +22,7 @@ from ..models.compile import compile_transformer, warm_up_compiled
 from ..models.lora import OLD, TRAINED, AdapterEMA, adapter, adapter_params, add_configured_adapters, load_adapter_state
 from ..parallel.distributed import World
 from ..parallel.sharding import shard_model
+from ..preflight.gate import gate
 from ..redaction import redact
 from ..reporting.metrics_log import MetricsLogger, SilentLogger
 from ..rewards import build_reward
@@ -33,6 +34,7 @@ from .advantages import finite_floats, iteration_advantages, refuse_non_finite
 from .checkpoint import load_checkpoint, save_checkpoint
 from .evaluate import evaluate
 from .objectives import UpdateContext, build_objective
+from .progress import IterationProgress, Stage, iteration_stages, train_pairs
 from .run_state import TrainState, restore_run_state, run_state
 from .update import Updater
 
@@ -42,6 +44,8 @@ log = logging.getLogger("solrl.train")
 class Trainer:
     def __init__(self, cfg: Config, resume: str | None = None, quiet: bool = False):
         check_config(cfg)  # load_config checked it already; a Config built in code is checked here
+        # the wrong machine (no CUDA device, a GPU the estimate does not fit) stops here, before anything loads
+        cfg.model.gradient_checkpointing = gate(cfg)
         self.cfg = cfg
         self.world = World.current()  # torchrun ranks; a lone process is rank 0 of 1
         if cfg.train.prompts_per_iter % self.world.size:
@@ -49,6 +53,8 @@ class Trainer:
                               f"{self.world.size} processes; use a multiple of {self.world.size}")
         self.objective = build_objective(cfg)  # train.algorithm: what rollout() and the update compute
         self.quiet = quiet or not self.world.main
+        # rank 0's lines inside an iteration (the driver and the objective report to it); tqdm.write keeps the bar whole
+        self.progress = None if self.quiet else IterationProgress(cfg.train.progress_seconds, _write_line, iterations=cfg.train.iterations)
         # FSDP2 only means something with several processes; alone, the model is whole anyway
         self.fsdp = cfg.train.parallel == "fsdp2" and self.world.active
         self.run_dir = Path(cfg.out_dir)
@@ -94,7 +100,7 @@ class Trainer:
         self.eval_ema = AdapterEMA(self.model, TRAINED) if cfg.eval.ema else None
         self.updater = Updater(cfg, self.objective, self.optimizer, self.eval_ema, self.world, self.fsdp)
         self.state = TrainState()
-        self._session_start = time.time()
+        self._session_start = self._last_save = time.time()
         self.eval_history: list[dict] = []
         if checkpoint is not None:
             self._restore(checkpoint)
@@ -111,7 +117,8 @@ class Trainer:
     @property
     def context(self) -> UpdateContext:
         """All an objective sees of the run (training/objectives/base.py)."""
-        return UpdateContext(self.policy, self.engine, self.rollout_reward, self.cfg.train, self.cfg.sampling.batch_size, self.cfg.seed)
+        return UpdateContext(self.policy, self.engine, self.rollout_reward, self.cfg.train, self.cfg.sampling.batch_size, self.cfg.seed,
+                             self.progress)
 
     def shareable_config(self) -> dict:
         """The config as every file of the run holds it: credential-like values redacted (solrl/redaction.py)."""
@@ -133,8 +140,18 @@ class Trainer:
             log.warning("resuming %s with a different %s than it was trained with", ckpt["_path"], ", ".join(changed))
         log.info("resumed from %s at iteration %d", ckpt["_path"], self.state.iteration)
 
+    def _checkpoint_due(self) -> bool:
+        """After an iteration: every train.checkpoint_every iterations, or once train.checkpoint_minutes of wall clock
+        have passed since the last checkpoint (rank 0's clock decides for every rank)."""
+        cfg = self.cfg.train
+        if cfg.checkpoint_every and self.state.iteration % cfg.checkpoint_every == 0:
+            return True
+        late = bool(cfg.checkpoint_minutes) and time.time() - self._last_save >= cfg.checkpoint_minutes * 60
+        return self.world.gather(late)[0] if cfg.checkpoint_minutes else False
+
     def save(self) -> Path | None:
         """Rank 0 writes one whole copy; a sharded model is gathered first, on every rank."""
+        self._last_save = time.time()
         if not (self.world.main or self.fsdp):
             return None
         state = self.state_dict()
@@ -152,13 +169,18 @@ class Trainer:
         chunk = r.adaptive_chunk or min(2 * c.group_size, r.explore_seeds)
         adaptive = AdaptiveExploration(chunk, r.adaptive_contrast, r.adaptive_min_spread, c.group_size) if r.adaptive else None
         return RolloutSpec(r.family, c.group_size, r.explore_seeds, s.steps, r.explore_steps, s.solver, s.guidance,
-                           s.batch_size, r.selection, c.autocast_bf16, adaptive=adaptive)
+                           s.batch_size, r.selection, c.autocast_bf16, adaptive=adaptive, progress=self.progress)
 
     def rollout(self, iteration: int):
         """This rank's samples of `iteration`: its prompt groups and seeds drawn as the run draws them
         (None when a reward fault loses the iteration)."""
         group_prompts = self.prompts.for_iteration(self.cfg.seed, iteration, self.cfg.train.prompts_per_iter)
         spec = self.rollout_spec()
+        if self.progress is not None:
+            groups = len(self.world.shard(len(group_prompts)))
+            c = self.cfg.train
+            teachers = 1 + int(c.algorithm == "nft" and c.nft.ref_kl_coef > 0)
+            self.progress.begin(iteration, iteration_stages(spec, groups, train_pairs(c, spec.full_steps, groups * c.group_size), teachers))
         return self._rollout(iteration, group_prompts, spec.seeds(self.cfg.seed, iteration, len(group_prompts)), spec)
 
     def run_iteration(self, iteration: int) -> dict | None:
@@ -188,6 +210,8 @@ class Trainer:
         t_train = time.time()
         train_metrics = self._train_step(shared.batch, shared.advantages, iteration)
         now = time.time()
+        if self.progress is not None:
+            self.progress.end()
         rewards = shared.rewards
         record = {
             "iteration": iteration + 1,
@@ -252,11 +276,17 @@ class Trainer:
         e = self.cfg.eval
         self.model.eval()
         weights = self.eval_ema.swapped_in() if self.eval_ema is not None else contextlib.nullcontext()
+        told = None
+        if self.progress is not None:  # an evaluation of 256 prompts at 40 steps is minutes on a GPU: say so
+            images = len(self.eval_prompts) * e.seeds_per_prompt
+            self.progress.begin(self.state.iteration, [Stage("evaluate", images, e.steps)],
+                                label=f"evaluation after iteration {self.state.iteration}")
+            told = lambda done, total: self.progress("evaluate", done, total)  # noqa: E731
         with adapter(self.model, TRAINED), weights:
             # under fsdp2 every rank runs the forwards; rank 0 alone scores and writes
             summary = evaluate(self.policy, self.reward if self.world.main else None, self.eval_prompts, e.seeds_per_prompt, e.steps, e.solver, e.guidance,
                                self.cfg.sampling.batch_size, e.grid_prompts, out_dir=self.run_dir / "eval" if self.world.main else None,
-                               tag=f"iter_{self.state.iteration:06d}")
+                               tag=f"iter_{self.state.iteration:06d}", progress=told)
         self.model.train()
         if summary is not None:
             summary["weights"] = "ema" if self.eval_ema is not None else "live"
@@ -310,7 +340,7 @@ class Trainer:
             bar.update(1)
             if cfg.eval_every and self.state.iteration % cfg.eval_every == 0 and self.state.iteration < cfg.iterations:
                 self._record_eval()
-            if cfg.checkpoint_every and self.state.iteration % cfg.checkpoint_every == 0:
+            if self._checkpoint_due():
                 self.save()
         bar.close()
         if self.evaluates and self.eval_history[-1]["iteration"] != self.state.iteration:
@@ -330,3 +360,9 @@ class Trainer:
         (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         self.logger.close()
         return summary
+
+
+def _write_line(line: str) -> None:
+    from tqdm import tqdm
+
+    tqdm.write(line)

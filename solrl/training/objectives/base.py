@@ -12,6 +12,7 @@ timestep slot its samples train, then steps. The trainer refreshes `old` once, a
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -29,13 +30,15 @@ OBJECTIVES = Registry("training objective (train.algorithm)")
 @dataclass(frozen=True)
 class UpdateContext:
     """All an objective may use: the policy (with its adapters), the explore engine, the rollout
-    reward, the train section of the config, the rollout batch size and the run seed."""
+    reward, the train section of the config, the rollout batch size, the run seed, and where to report
+    training progress: `progress("train", pairs done in this update, 0)` after each micro-batch."""
     policy: object
     engine: object | None
     reward: object
     train: object          # config.TrainConfig
     batch_size: int        # sampling.batch_size: policy-gradient forwards are padded to it
     run_seed: int
+    progress: Callable[[str, int, int], None] | None = None
 
 
 class Objective:
@@ -181,4 +184,6 @@ class CleanSampleObjective(Objective):
             loss, metrics = self.loss(cfg, c, v_theta, v_old, v_ref, advantages)
             (loss * c.weight).backward()
             add_weighted(sums, metrics, c.weight)
+            if ctx.progress is not None:
+                ctx.progress("train", pairs, 0)
         return sums, pairs

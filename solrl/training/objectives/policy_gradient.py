@@ -77,6 +77,8 @@ class PolicyGradientObjective(Objective):
                     loss = loss + self.kl_coef * kl
                 weight = chunk_weight(idx, slots, trained)
                 (loss * weight).backward()
+                if ctx.progress is not None:
+                    ctx.progress("train", len(slots[:slots.index(j)]) * n + int(idx[-1]) + 1, 0)
                 max_dev = max(max_dev, metrics.pop("ratio_max_deviation"))
                 add_weighted(sums, {**metrics, "loss": float(loss.detach()), "ref_kl": float(kl.detach())}, weight)
         sums["ratio_max_deviation"] = max_dev
