@@ -61,10 +61,11 @@ class RunShape:
 class MemoryEstimate:
     parts: dict[str, float]        # GiB per part
     peak_gib: float
+    peak_at: str = ""              # the moment of the peak: the engine's build, or the largest transient
 
     def lines(self, device_gib: float | None) -> list[str]:
         rows = [f"{name:<36} {gib:8.1f} GiB" for name, gib in self.parts.items() if gib or name != BUILD]
-        rows.append(f"{'estimated peak':<36} {self.peak_gib:8.1f} GiB")
+        rows.append(f"{'estimated peak':<36} {self.peak_gib:8.1f} GiB" + (f" ({self.peak_at})" if self.peak_at else ""))
         if device_gib:
             verdict = "fits" if fits(self, device_gib) else "DOES NOT FIT"
             rows.append(f"{'device memory':<36} {device_gib:8.1f} GiB: {verdict} (an estimate: keep 8% for the allocator)")
@@ -97,8 +98,13 @@ def estimate_memory(shape: RunShape) -> MemoryEstimate:
     }
     parts = {k: v / GIB for k, v in parts.items()}
     static = sum(v for k, v in parts.items() if k not in (*TRANSIENT, BUILD))
-    running = static + max(parts[k] for k in TRANSIENT)
-    return MemoryEstimate(parts, max(running, build_peak(s) / GIB))
+    largest = max(TRANSIENT, key=parts.get)
+    running, build = static + parts[largest], build_peak(s) / GIB
+    if build > running:
+        return MemoryEstimate(parts, build, "while the explore engine is built: the copy and the engine side by side")
+    moment = {TRANSIENT[0]: "during a training micro-batch", TRANSIENT[1]: "during a rollout forward",
+              TRANSIENT[2]: "while the offloaded encoders visit"}[largest]
+    return MemoryEstimate(parts, running, moment)
 
 
 def build_extra(s: RunShape) -> float:
