@@ -95,7 +95,14 @@ def result() -> dict:
 
 
 def main(argv=None) -> int:
+    import tempfile
+
+    import huggingface_hub.constants
+
     from solrl.reporting.results import dump_result
+
+    # the released sizes, whatever this machine's Hugging Face cache holds (as the tests read them)
+    huggingface_hub.constants.HF_HUB_CACHE = tempfile.mkdtemp(prefix="solrl_empty_hub_")
 
     parser = argparse.ArgumentParser(description="estimate every GPU preset's cost into " + str(OUT.relative_to(ROOT)))
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed file differs from the code's estimates")

@@ -17,6 +17,7 @@ from solrl.preflight.memory import GIB, RunShape, estimate_memory
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.yaml"))
 GPU_PRESETS = [p for p in CONFIGS if not p.stem.startswith("toy")]
+PRESET_COSTS = json.loads((ROOT / "results" / "preflight" / "preset_costs.json").read_text())
 B200 = DeviceInfo("cuda", "B200", (10, 0), memory_gib=180.0, torchao="0.18.0")
 
 
@@ -48,6 +49,12 @@ def test_every_preset_is_checked_and_names_what_is_missing(path, tmp_path, monke
         assert "min per iteration (estimate)" in cost and "GPU-hours" in cost and "peak memory per GPU" in cost
         one, eight = report.forecasts
         assert one.iteration_seconds > 0 and one.hours > 0 and eight.groups_per_gpu * 8 == one.groups_per_gpu
+        # the committed estimates (docs/presets.md's table, the preset's header) are what the code gives now
+        rows = {r["gpus"]: r for r in PRESET_COSTS["records"] if r["group"] == path.stem}
+        for forecast in (one, eight):
+            assert rows[forecast.gpus]["seconds_per_iteration"] == round(forecast.iteration_seconds, 1), \
+                "results/preflight/preset_costs.json is stale: rerun python scripts/preset_costs.py"
+            assert rows[forecast.gpus]["peak_memory_gib"] == round(report.memory.peak_gib, 1)
 
 
 @pytest.mark.parametrize("path", [p for p in GPU_PRESETS if "sol_rl" in p.read_text() or "explore_seeds" in p.read_text()],
