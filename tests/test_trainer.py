@@ -367,3 +367,16 @@ def test_a_checkpoint_by_wall_time_between_checkpoint_every(tiny_toy_dir, tmp_pa
     assert [int(p.stem.split("_")[1]) for p in list_checkpoints(tmp_path / "timed" / "checkpoints")] == [1, 2, 3, 4]
     Trainer(_cfg(tiny_toy_dir, tmp_path / "late", "train.checkpoint_every=0", "train.checkpoint_minutes=60"), quiet=True).train()
     assert [int(p.stem.split("_")[1]) for p in list_checkpoints(tmp_path / "late" / "checkpoints")] == [4]
+
+
+def test_an_undecided_auto_checkpointing_is_refused_with_the_fix(tiny_toy_dir, tmp_path):
+    """`auto` is the preflight's decision (solrl train makes it); a Trainer built in code says so instead of
+    guessing, and takes the gate's answer."""
+    from solrl.preflight.gate import gate
+
+    cfg = _cfg(tiny_toy_dir, tmp_path / "run", "model.gradient_checkpointing=auto", "train.iterations=1")
+    with pytest.raises(ConfigError, match=r"gradient_checkpointing=auto .*gate\(cfg\)"):
+        Trainer(cfg, quiet=True)
+    cfg.model.gradient_checkpointing = gate(cfg)
+    assert cfg.model.gradient_checkpointing is False     # a CPU: no GPU memory to fit
+    Trainer(cfg, quiet=True)

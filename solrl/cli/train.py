@@ -21,7 +21,9 @@ def run(args) -> int:
     logging.basicConfig(level=level, format=f"%(asctime)s {'' if not world.active else f'[rank {world.rank}] '}%(name)s %(levelname)s %(message)s")
     try:
         cfg = load_config(args.config, args.overrides)
-        gate(cfg, args.config)   # the wrong machine stops here, in seconds, naming this preset in its fix
+        # the wrong machine (no CUDA device, a GPU the estimate does not fit) stops here, before anything loads;
+        # model.gradient_checkpointing=auto is decided by the same estimate
+        cfg.model.gradient_checkpointing = gate(cfg, args.config)
         resume = args.resume
         if resume == "auto":
             from ..training.checkpoint import holds_checkpoints

@@ -1,7 +1,8 @@
-"""The trainer's first step, before it reads a prompt or loads a weight: stop on the wrong machine (no CUDA
-device where model.device names one; a GPU the memory estimate says the run does not fit), and resolve
+"""What `solrl train` does before the trainer reads a prompt or loads a weight: stop on the wrong machine (no
+CUDA device where model.device names one; a GPU the memory estimate says the run does not fit), and resolve
 `model.gradient_checkpointing: auto` from the same estimate `solrl check` prints. A preset started on the
-wrong machine then fails in seconds, with the fix, instead of after minutes of loading.
+wrong machine then fails in seconds, with the fix, instead of after minutes of loading. (The trainer sits a
+floor below the preflight, so its callers call this: the train verb, --measure's probe, the GPU bench.)
 """
 from __future__ import annotations
 

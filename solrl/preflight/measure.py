@@ -14,6 +14,7 @@ import torch
 from ..config import Config
 from ..rollout.generation import padded_batches
 from .forecast import GroupCost
+from .gate import gate
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,9 @@ def measure_group(cfg: Config) -> Measured:
     with tempfile.TemporaryDirectory(prefix="solrl_check_measure_") as out:
         if cuda:
             torch.cuda.reset_peak_memory_stats()
-        trainer = Trainer(probe_config(cfg, out), quiet=True)
+        probe = probe_config(cfg, out)
+        probe.model.gradient_checkpointing = gate(probe)
+        trainer = Trainer(probe, quiet=True)
         record = trainer.run_iteration(0)
         peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else None
         trainer.logger.close()

@@ -22,7 +22,6 @@ from ..models.compile import compile_transformer, warm_up_compiled
 from ..models.lora import OLD, TRAINED, AdapterEMA, adapter, adapter_params, add_configured_adapters, load_adapter_state
 from ..parallel.distributed import World
 from ..parallel.sharding import shard_model
-from ..preflight.gate import gate
 from ..redaction import redact
 from ..reporting.metrics_log import MetricsLogger, SilentLogger
 from ..rewards import build_reward
@@ -44,8 +43,9 @@ log = logging.getLogger("solrl.train")
 class Trainer:
     def __init__(self, cfg: Config, resume: str | None = None, quiet: bool = False):
         check_config(cfg)  # load_config checked it already; a Config built in code is checked here
-        # the wrong machine (no CUDA device, a GPU the estimate does not fit) stops here, before anything loads
-        cfg.model.gradient_checkpointing = gate(cfg)
+        if cfg.model.gradient_checkpointing == "auto":
+            raise ConfigError("model.gradient_checkpointing=auto is decided from the memory estimate before the trainer "
+                              "starts: `solrl train` does it; in code, call solrl.preflight.gate.gate(cfg) first")
         self.cfg = cfg
         self.world = World.current()  # torchrun ranks; a lone process is rank 0 of 1
         if cfg.train.prompts_per_iter % self.world.size:
