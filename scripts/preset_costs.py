@@ -5,6 +5,7 @@ results/gpu/engine_sd35m_h200_reference_layers.json), so the docs can say how fa
 
     python scripts/preset_costs.py            # rewrite the file (after a preset or the forecast changes)
     python scripts/preset_costs.py --check    # exit 1 if the file is not what the code gives now
+    python scripts/preset_costs.py --headers  # then write each GPU preset's cost lines from the file
 
 Nothing here is measured: every number is an estimate of the code at hand (solrl/preflight/forecast.py).
 """
@@ -94,6 +95,53 @@ def result() -> dict:
     }
 
 
+# the reference each GPU preset follows and the GPUs it runs on (read in its launcher, 2026-12-07)
+REFERENCE_GPUS = {
+    "qwen": (4, "VeRL-Omni examples/diffusionnft_trainer/run_qwen_image_ocr_lora.sh, whose 4 GPUs also serve its VLM judge"),
+    "default": (8, "NVlabs/Sana train_scripts/sol_rl/run_*_single_node_8gpu.sh; configs/sol_rl/*.py: n_gpus=8"),
+}
+HEADER_START = "# Cost (estimates"
+
+
+def _span(hours: float) -> str:
+    return f"{hours:.0f} h" if hours < 48 else f"{hours / 24:.1f} days"
+
+
+def header_lines(preset: str, rows: list[dict]) -> list[str]:
+    """The cost lines of a preset's header comment, from its rows of the results file."""
+    one = next(r for r in rows if r["gpus"] == 1)
+    eight = next(r for r in rows if r["gpus"] == 8)
+    gpus, where = REFERENCE_GPUS["qwen" if preset.startswith("qwen") else "default"]
+    groups = one["prompt_groups_per_gpu"]
+    return [
+        f"{HEADER_START}: `solrl check`, results/preflight/preset_costs.json): the reference runs this recipe on {gpus} GPUs",
+        f"# ({where}), {groups // gpus} of the {groups} prompt groups each. One H100 or H200: about "
+        f"{one['seconds_per_iteration'] / 60:.0f} min per iteration,",
+        f"# {_span(one['hours_run'])} for the whole run; eight: about {eight['seconds_per_iteration'] / 60:.1f} min and "
+        f"{_span(eight['hours_run'])}; peak {one['peak_memory_gib']:.0f} GiB per GPU.",
+        "# One GPU keeps the recipe (the same global batch, longer iterations; train.checkpoint_minutes keeps the work)",
+        f"# or scales it down: train.prompts_per_iter={groups // gpus} (each update sees {gpus}x fewer samples: noisier steps),",
+        "# a smaller eval.max_prompts (cheaper evaluations). docs/presets.md#what-a-preset-costs.",
+    ]
+
+
+def write_headers(result: dict) -> list[Path]:
+    """Each GPU preset's cost lines, replaced (or added just above its first setting); returns the files changed."""
+    changed = []
+    for path in sorted((ROOT / "configs").glob("*.yaml")):
+        rows = [r for r in result["records"] if r["group"] == path.stem]
+        if not rows:
+            continue
+        lines = path.read_text().splitlines()
+        first = next(i for i, line in enumerate(lines) if not line.startswith("#"))
+        start = next((i for i, line in enumerate(lines[:first]) if line.startswith(HEADER_START)), first)
+        new = lines[:start] + header_lines(path.stem, rows) + lines[first:]
+        if new != lines:
+            path.write_text("\n".join(new) + "\n")
+            changed.append(path)
+    return changed
+
+
 def main(argv=None) -> int:
     import tempfile
 
@@ -106,7 +154,12 @@ def main(argv=None) -> int:
 
     parser = argparse.ArgumentParser(description="estimate every GPU preset's cost into " + str(OUT.relative_to(ROOT)))
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed file differs from the code's estimates")
+    parser.add_argument("--headers", action="store_true", help="write each GPU preset's cost lines from the committed file")
     args = parser.parse_args(argv)
+    if args.headers:
+        changed = write_headers(json.loads(OUT.read_text()))
+        print(f"rewrote the cost lines of {len(changed)} preset(s)" + "".join(f"\n  {p.relative_to(ROOT)}" for p in changed))
+        return 0
     new = result()
     if args.check:
         old = json.loads(OUT.read_text())

@@ -42,7 +42,8 @@ def estimated_group(plan: RunPlan) -> tuple[GroupCost | None, list[str]]:
         return None, [f"not estimated: {how}; describe the GPU with --gpu-name (e.g. H100) or time it with --measure"]
     flops = forward_flops(family, plan.transformer, sample_shape(cfg, plan.arch), plan.text_tokens)
     kernel = plan.explore.kernel if plan.explore is not None else None
-    cost, notes = estimate_group(cfg, flops, peak, kernel.name if kernel else None, kernel.real if kernel else True)
+    cost, notes = estimate_group(cfg, flops, peak, kernel.name if kernel else None, kernel.real if kernel else True,
+                                 plan.checkpointing)
     return cost, [f"GPU speed: {how}; one forward {flops / 1e12:.1f} TFLOP per sample", *notes]
 
 

@@ -104,9 +104,11 @@ def _padded(samples: int, batch: int) -> int:
 
 
 def estimate_group(cfg, flops_per_forward: float, peak_tflops: float, kernel_name: str | None,
-                   kernel_real: bool = True) -> tuple[GroupCost, list[str]]:
-    """One prompt group's stage seconds from the model's FLOPs and the GPU's peak; also the notes on what the
-    figure rests on beyond the calibration (stand-ins, what is left out)."""
+                   kernel_real: bool = True, checkpointing: bool | None = None) -> tuple[GroupCost, list[str]]:
+    """One prompt group's stage seconds from the model's FLOPs and the GPU's peak (`checkpointing`: the decided
+    model.gradient_checkpointing, where the config says auto); also the notes on what the figure rests on beyond
+    the calibration (stand-ins, what is left out). Samples are counted as drawn, not padded: the sampler pads
+    the iteration's last batch only, whichever group it ends."""
     c, r, s = cfg.train, cfg.rollout, cfg.sampling
     notes = []
     forward = flops_per_forward / (peak_efficiency() * peak_tflops * 1e12)
@@ -126,10 +128,10 @@ def estimate_group(cfg, flops_per_forward: float, peak_tflops: float, kernel_nam
             factor = EXPLORE_FACTORS["bf16"]
         steps = s.steps if r.family == "naive_quant" else r.explore_steps
         engine_compiled = r.compile != "eager"
-        explore = _padded(r.explore_seeds, s.batch_size) * steps * forward * factor * cfg_passes * (
+        explore = r.explore_seeds * steps * forward * factor * cfg_passes * (
             1.0 if engine_compiled else EAGER_FACTOR)
     full = {"diffusionnft": c.group_size, "naive_scaling": r.explore_seeds, "sol_rl": c.group_size, "naive_quant": 0}[r.family]
-    regenerate = _padded(full, s.batch_size) * s.steps * forward_here * cfg_passes if full else 0.0
+    regenerate = full * s.steps * forward_here * cfg_passes
     images = full + (r.explore_seeds if r.family in ("sol_rl", "naive_quant") else 0)
     score = images * score_seconds_per_image()
     train = None
@@ -137,7 +139,8 @@ def estimate_group(cfg, flops_per_forward: float, peak_tflops: float, kernel_nam
         teachers = (1 + int(c.nft.ref_kl_coef > 0)) if c.algorithm == "nft" else (
             int(c.awm.old_kl_coef > 0) + int(c.awm.ref_kl_coef > 0))
         pairs = c.group_size * max(1, int(s.steps * c.timestep_fraction))
-        train = pairs * forward_here * train_forwards_per_pair(teachers, bool(cfg.model.gradient_checkpointing))
+        on = cfg.model.gradient_checkpointing is True if checkpointing is None else checkpointing
+        train = pairs * forward_here * train_forwards_per_pair(teachers, on)
     else:
         notes.append(f"train.algorithm={c.algorithm}: its training step is not estimated (only nft and awm); --measure times it")
     notes.append("decoding and scoring are timed as in the calibration run (tiny VAE, CNN reward): a real VAE and "

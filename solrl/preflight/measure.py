@@ -38,16 +38,20 @@ def _padded(samples: int, batch: int) -> int:
 
 
 def group_cost(cfg: Config, record: dict) -> GroupCost:
-    """A measured iteration of one prompt group as stage seconds: what is neither generation nor training
-    (decoding, scoring, selection, advantages) counts as scoring, so the stages add up to the iteration."""
+    """A measured iteration of one prompt group as stage seconds. Alone, the group pads its last batch; in a
+    run the groups share batches, so each generation stage counts its samples, not the padding. What is neither
+    generation nor training (decoding, scoring, selection, advantages) counts as scoring."""
     s, c, r = cfg.sampling, cfg.train, cfg.rollout
     explore = record.get("seconds_explore", 0.0)
     generate = record.get("seconds_regenerate", record.get("seconds_generate_full", 0.0))
     train = record.get("seconds_train", 0.0)
+    score = record["seconds_iteration"] - explore - generate - train
     full = {"sol_rl": c.group_size, "diffusionnft": c.group_size, "naive_scaling": r.explore_seeds}.get(r.family)
     forward = generate / (_padded(full, s.batch_size) * s.steps * (2 if s.guidance != 1.0 else 1)) if full else None
-    score = record["seconds_iteration"] - explore - generate - train
-    return GroupCost(explore, generate, score, train, forward, "measured", record.get("seconds_compile", 0.0))
+    explored = r.explore_seeds if r.family in ("sol_rl", "naive_quant") else 0
+    return GroupCost(explore * (explored / _padded(explored, s.batch_size) if explored else 1.0),
+                     generate * (full / _padded(full, s.batch_size) if full else 1.0), score, train, forward, "measured",
+                     record.get("seconds_compile", 0.0))
 
 
 def measure_group(cfg: Config) -> Measured:
