@@ -81,9 +81,11 @@ def _rollout_seconds(trainer) -> dict:
 def _one_run(cfg, iterations: int, device: str, rollout_only: bool = False) -> dict:
     from solrl.precision.recipes import device_info
     from solrl.preflight import run_check
+    from solrl.preflight.gate import gate
     from solrl.training.trainer import Trainer
 
     cuda = torch.device(device).type == "cuda"
+    cfg.model.gradient_checkpointing = gate(cfg)   # as solrl train decides it (the presets say auto)
     estimate = run_check(cfg, device_info(device) if cuda else None).memory
     peaks = StagePeaks(device) if cuda else None
     trainer = Trainer(cfg, quiet=True)
