@@ -97,7 +97,7 @@ def result() -> dict:
 
 # the reference each GPU preset follows and the GPUs it runs on (read in its launcher, 2026-12-07)
 REFERENCE_GPUS = {
-    "qwen": (4, "VeRL-Omni examples/diffusionnft_trainer/run_qwen_image_ocr_lora.sh, whose 4 GPUs also serve its VLM judge"),
+    "qwen": (4, "VeRL-Omni examples/diffusionnft_trainer/run_qwen_image_ocr_lora.sh; they also serve its VLM judge"),
     "default": (8, "NVlabs/Sana train_scripts/sol_rl/run_*_single_node_8gpu.sh; configs/sol_rl/*.py: n_gpus=8"),
 }
 HEADER_START = "# Cost (estimates"
@@ -114,14 +114,17 @@ def header_lines(preset: str, rows: list[dict]) -> list[str]:
     gpus, where = REFERENCE_GPUS["qwen" if preset.startswith("qwen") else "default"]
     groups = one["prompt_groups_per_gpu"]
     return [
-        f"{HEADER_START}: `solrl check`, results/preflight/preset_costs.json): the reference runs this recipe on {gpus} GPUs",
-        f"# ({where}), {groups // gpus} of the {groups} prompt groups each. One H100 or H200: about "
-        f"{one['seconds_per_iteration'] / 60:.0f} min per iteration,",
-        f"# {_span(one['hours_run'])} for the whole run; eight: about {eight['seconds_per_iteration'] / 60:.1f} min and "
-        f"{_span(eight['hours_run'])}; peak {one['peak_memory_gib']:.0f} GiB per GPU.",
-        "# One GPU keeps the recipe (the same global batch, longer iterations; train.checkpoint_minutes keeps the work)",
-        f"# or scales it down: train.prompts_per_iter={groups // gpus} (each update sees {gpus}x fewer samples: noisier steps),",
-        "# a smaller eval.max_prompts (cheaper evaluations). docs/presets.md#what-a-preset-costs.",
+        f"{HEADER_START} by `solrl check`; results/preflight/preset_costs.json): the reference runs on {gpus} GPUs",
+        f"# ({where}),",
+        f"# where this preset's {groups} prompt groups per iteration are {groups // gpus} per GPU.",
+        f"# One H100 or H200: about {one['seconds_per_iteration'] / 60:.0f} min per iteration and {_span(one['hours_run'])} "
+        f"for the whole run; eight: about {eight['seconds_per_iteration'] / 60:.1f} min",
+        f"# and {_span(eight['hours_run'])}; peak {one['peak_memory_gib']:.0f} GiB per GPU. One GPU keeps the recipe "
+        "(the same global batch,",
+        "# longer iterations; train.checkpoint_minutes keeps the work) or scales it down: "
+        f"train.prompts_per_iter={groups // gpus}",
+        f"# (each update sees {gpus}x fewer samples: noisier steps) and a smaller eval.max_prompts (cheaper evaluations);",
+        "# what each choice changes: docs/presets.md#what-a-preset-costs.",
     ]
 
 

@@ -202,12 +202,32 @@ def test_the_reward_model_is_counted_where_it_runs():
     assert reward_footprint(load_config(None, ["reward.name=pickscore"]).reward, "cpu")[0].device_bytes == 0
 
 
-def test_a_remote_judge_is_reported_remote_not_missing(tmp_path, monkeypatch):
+def test_a_remote_judge_is_reported_remote_and_tried_not_missing(tmp_path, monkeypatch):
+    """qwen_image_ocr's vlm_ocr judge loads no weights here: the check says it is remote and tries its endpoint
+    once through the reward's own check_endpoint: an answering server is reachable, a closed port is a problem
+    naming the endpoint, an unset one a problem naming the setting; never "weights missing"."""
+    from test_bad_input import _closed_port, _Judge
+
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hub"))
-    report = run_check(load_config(ROOT / "configs" / "qwen_image_ocr.yaml"))
-    assert not any("vlm_ocr" in p or "Qwen3-VL" in p for p in report.problems), report.problems
-    weights = _section(report, "weights")
+    preset = ROOT / "configs" / "qwen_image_ocr.yaml"
+    for name in ("SOLRL_VLM_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    unset = run_check(load_config(preset))
+    assert not any("weights" in p and "vlm_ocr" in p for p in unset.problems), unset.problems
+    assert any("vlm_ocr needs base_url" in p for p in unset.problems)
+    weights = _section(unset, "weights")
     assert "reward vlm_ocr: remote" in weights and "Qwen/Qwen3-VL-8B-Instruct: MISSING" not in weights
+    judge = _Judge(["ok"])
+    try:
+        up = run_check(load_config(preset, [f"reward.options.base_url={judge.base_url}"]))
+    finally:
+        judge.close()
+    assert f"reward vlm_ocr: endpoint reachable (vlm_ocr: {judge.base_url} answered" in _section(up, "weights")
+    assert not any("vlm_ocr" in p or judge.base_url in p for p in up.problems), up.problems
+    closed = f"http://127.0.0.1:{_closed_port()}/v1"
+    down = run_check(load_config(preset, [f"reward.options.base_url={closed}"]))
+    assert "reward vlm_ocr: endpoint NOT reachable" in _section(down, "weights")
+    assert any(closed in p for p in down.problems), down.problems
 
 
 def test_auto_checkpointing_is_on_only_where_the_estimate_does_not_fit(tmp_path, monkeypatch):
@@ -366,3 +386,16 @@ def test_the_gate_stops_a_gpu_the_preset_does_not_fit(monkeypatch, tmp_path):
     with pytest.raises(gate_module.WrongMachine, match=r"exceeds 24 GiB.*solrl check CONFIG"):
         gate_module.gate(cfg)
     assert gate_module.gate(load_config(ROOT / "configs" / "sd35l_pickscore.yaml", ["train.memory_check=false"])) is True
+
+
+@pytest.mark.parametrize("path", GPU_PRESETS, ids=lambda p: p.stem)
+def test_every_gpu_preset_header_says_the_references_gpus_and_the_cost(path):
+    """The header's figures are the committed estimates (scripts/preset_costs.py --headers writes them), so a
+    change of preset or forecast that leaves them behind fails here and in the every-preset check above."""
+    text = path.read_text()
+    rows = {r["gpus"]: r for r in PRESET_COSTS["records"] if r["group"] == path.stem}
+    gpus = 4 if path.stem.startswith("qwen") else 8
+    assert f"the reference runs on {gpus} GPUs" in text
+    assert f"One H100 or H200: about {rows[1]['seconds_per_iteration'] / 60:.0f} min per iteration" in text
+    assert f"eight: about {rows[8]['seconds_per_iteration'] / 60:.1f} min" in text
+    assert f"train.prompts_per_iter={48 // gpus}" in text and "train.checkpoint_minutes keeps the work" in text

@@ -17,6 +17,7 @@ from ..precision.recipes import RECIPES, DeviceInfo, choose_auto, get_recipe, se
 from .cost import cost_section
 from .memory import MemoryEstimate, fits, memory_problem
 from .plan import RunPlan, make_plan
+from .rewards import probe_remote
 from .sources import model_location, reward_weights, weight_files, weights_present
 
 PREVIEW = DeviceInfo("cuda", "NVIDIA H100/H200 (preview: no CUDA device here)", (9, 0), memory_gib=80.0)
@@ -132,7 +133,9 @@ def _weights(cfg: Config, plan: RunPlan, report: CheckReport) -> None:
             report.problems.append(f"reward weights {source} ({option}) are not here; `huggingface-cli download {source}` "
                                    "or set reward.options to a local copy")
     lines += [part.line() for part in plan.rewards]
-    report.add("weights", *lines)
+    reached, unreachable = probe_remote(cfg.reward)
+    report.problems += unreachable
+    report.add("weights", *lines, *reached)
 
 
 def run_check(cfg: Config, described: DeviceInfo | None = None, gpus: tuple[int, ...] = (1,), measured=None) -> CheckReport:

@@ -118,3 +118,23 @@ def reward_footprint(reward_cfg, device_type: str) -> list[RewardPart]:
             RELEASED_REWARD_PARAMS.get(model), f"{model} (its released size)")
         found.append(RewardPart(name, "gpu" if device.startswith("cuda") else "cpu", params, bytes_per_param, source))
     return found
+
+
+def probe_remote(reward_cfg) -> tuple[list[str], list[str]]:
+    """(lines, problems): each remote judge of the reward built from its options and tried once through its own
+    `check_endpoint` (one short request, no retries): reachable, or the one-line reason it is not."""
+    from ..rewards import build_reward
+    from ..rewards.guard import RewardFault
+
+    lines, problems = [], []
+    for name, cls, options in reward_parts(reward_cfg):
+        if not is_remote(cls):
+            continue
+        try:
+            answered = build_reward(name, **options).check_endpoint()
+        except (ValueError, RewardFault) as exc:
+            lines.append(f"reward {name}: endpoint NOT reachable")
+            problems.append(str(exc))
+            continue
+        lines.append(f"reward {name}: endpoint reachable ({answered or 'nothing to try'})")
+    return lines, problems
