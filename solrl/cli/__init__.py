@@ -24,11 +24,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def _bad_input(exc: Exception) -> bool:
+    """Bad input, named and explained (ConfigError is a ValueError); any other exception is a bug: traceback.
+    The error types of the heavier modules are imported only when the light ones do not match, so a preset
+    stopped at once (no CUDA device) is not kept waiting for the trainer's imports."""
+    if isinstance(exc, (ValueError, FileNotFoundError)):
+        return True
     from ..registry import UnknownName
     from ..rewards.guard import RewardFault
     from ..training.checkpoint import CheckpointError
 
+    return isinstance(exc, (UnknownName, CheckpointError, RewardFault))
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     # dotted overrides may follow the options too (`bench convergence --minutes 3 train.lr=1e-4`): argparse
@@ -39,8 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.fn(args)
-    # bad input, named and explained (ConfigError is a ValueError); any other exception is a bug: traceback
-    except (ValueError, UnknownName, FileNotFoundError, CheckpointError, RewardFault) as exc:
+    except Exception as exc:
+        if not _bad_input(exc):
+            raise
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"solrl {args.command}: error: {msg}", file=sys.stderr)
         return 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 def run(args) -> int:
     from ..config import load_config
-    from ..preflight import run_check
+    from ..preflight.check import run_check
     from ..precision.recipes import DeviceInfo
 
     cfg = load_config(args.config, args.overrides)

@@ -12,7 +12,6 @@ def run(args) -> int:
     from ..config import load_config
     from ..parallel.distributed import init_world, launched_by_torchrun
     from ..preflight.gate import gate
-    from ..training.trainer import Trainer
 
     if args.nproc_per_node > 1 and not launched_by_torchrun():
         return _relaunch_with_torchrun(args)
@@ -24,6 +23,7 @@ def run(args) -> int:
         # the wrong machine (no CUDA device, a GPU the estimate does not fit) stops here, before anything loads;
         # model.gradient_checkpointing=auto is decided by the same estimate
         cfg.model.gradient_checkpointing = gate(cfg, args.config)
+        from ..training.trainer import Trainer   # seconds of imports: after the gate, which needs none of them
         resume = args.resume
         if resume == "auto":
             from ..training.checkpoint import holds_checkpoints
