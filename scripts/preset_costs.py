@@ -24,10 +24,12 @@ GPUS = (1, 8)
 
 def preset_rows() -> list[dict]:
     from solrl.config import load_config
-    from solrl.precision.recipes import DeviceInfo
+    from solrl.precision.recipes import TORCHAO_TESTED, DeviceInfo
     from solrl.preflight import run_check
 
-    h100 = DeviceInfo("cuda", "NVIDIA H100 80GB HBM3", (9, 0), memory_gib=80.0, torchao=None)
+    # with the torchao solrl pins (its GPU kernels are torchao's), whatever this machine has installed; the
+    # test that holds this file to the code (tests/test_preflight.py) describes the same GPU
+    h100 = DeviceInfo("cuda", "NVIDIA H100 80GB HBM3", (9, 0), memory_gib=80.0, torchao=TORCHAO_TESTED[0])
     rows = []
     for path in sorted((ROOT / "configs").glob("*.yaml")):
         if path.stem.startswith("toy"):
@@ -75,7 +77,7 @@ def check_rows() -> list[dict]:
 def result() -> dict:
     import torch
 
-    from solrl.precision.recipes import cpu_label
+    from solrl.precision.recipes import TORCHAO_TESTED, cpu_label
     from solrl.preflight.forecast import CALIBRATION_SOURCE, peak_efficiency
 
     return {
@@ -86,6 +88,7 @@ def result() -> dict:
         "date": datetime.date.today().isoformat(),
         "source": f"estimated by solrl/preflight/forecast.py, calibrated on {CALIBRATION_SOURCE}; nothing here is measured",
         "settings": {"gpu": "NVIDIA H100 80GB, dense bf16 peak 989.4 TFLOPS (as the H200)", "train.parallel": "replicate",
+                     "torchao": TORCHAO_TESTED[0],
                      "calibration_peak_efficiency": round(peak_efficiency(), 4)},
         "units": {"seconds_per_iteration": "s", "hours_run": "h", "peak_memory_gib": "GiB"},
         "records": [*preset_rows(), *check_rows()],

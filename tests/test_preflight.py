@@ -49,12 +49,6 @@ def test_every_preset_is_checked_and_names_what_is_missing(path, tmp_path, monke
         assert "min per iteration (estimate)" in cost and "GPU-hours" in cost and "peak memory per GPU" in cost
         one, eight = report.forecasts
         assert one.iteration_seconds > 0 and one.hours > 0 and eight.groups_per_gpu * 8 == one.groups_per_gpu
-        # the committed estimates (docs/presets.md's table, the preset's header) are what the code gives now
-        rows = {r["gpus"]: r for r in PRESET_COSTS["records"] if r["group"] == path.stem}
-        for forecast in (one, eight):
-            assert rows[forecast.gpus]["seconds_per_iteration"] == round(forecast.iteration_seconds, 1), \
-                "results/preflight/preset_costs.json is stale: rerun python scripts/preset_costs.py"
-            assert rows[forecast.gpus]["peak_memory_gib"] == round(report.memory.peak_gib, 1)
 
 
 @pytest.mark.parametrize("path", [p for p in GPU_PRESETS if "sol_rl" in p.read_text() or "explore_seeds" in p.read_text()],
@@ -389,13 +383,33 @@ def test_the_gate_stops_a_gpu_the_preset_does_not_fit(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("path", GPU_PRESETS, ids=lambda p: p.stem)
-def test_every_gpu_preset_header_says_the_references_gpus_and_the_cost(path):
-    """The header's figures are the committed estimates (scripts/preset_costs.py --headers writes them), so a
-    change of preset or forecast that leaves them behind fails here and in the every-preset check above."""
-    text = path.read_text()
+def test_every_gpu_preset_header_says_the_references_gpus_and_the_cost(path, tmp_path, monkeypatch):
+    """The committed estimates (results/preflight/preset_costs.json: docs/presets.md's table) are what the code
+    gives now for the GPU they name, and the preset's header says them (scripts/preset_costs.py writes both)."""
+    from solrl.precision.recipes import TORCHAO_TESTED
+
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hub"))
+    h100 = DeviceInfo("cuda", "NVIDIA H100 80GB HBM3", (9, 0), memory_gib=80.0, torchao=TORCHAO_TESTED[0])
+    report = run_check(load_config(path), h100, gpus=(1, 8))
     rows = {r["gpus"]: r for r in PRESET_COSTS["records"] if r["group"] == path.stem}
+    stale = "results/preflight/preset_costs.json is stale: rerun python scripts/preset_costs.py (and --headers)"
+    for forecast in report.forecasts:
+        assert rows[forecast.gpus]["seconds_per_iteration"] == round(forecast.iteration_seconds, 1), stale
+        assert rows[forecast.gpus]["peak_memory_gib"] == round(report.memory.peak_gib, 1), stale
+    text = path.read_text()
     gpus = 4 if path.stem.startswith("qwen") else 8
     assert f"the reference runs on {gpus} GPUs" in text
     assert f"One H100 or H200: about {rows[1]['seconds_per_iteration'] / 60:.0f} min per iteration" in text
     assert f"eight: about {rows[8]['seconds_per_iteration'] / 60:.1f} min" in text
     assert f"train.prompts_per_iter={48 // gpus}" in text and "train.checkpoint_minutes keeps the work" in text
+
+
+def test_the_check_says_what_the_engine_quantizes_and_the_torchao_it_runs_on(tmp_path, monkeypatch):
+    """SANA's explore engine quantizes its feed-forward 1x1 convs too: the check gives the count and the weight share
+    (precision/engine.py quantized_share), and on a GPU the torchao version the kernels run on."""
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hub"))
+    h200 = DeviceInfo("cuda", "H200", (9, 0), memory_gib=139.8, torchao="0.18.0")
+    explore = _section(run_check(load_config(ROOT / "configs" / "sana_pickscore.yaml"), h200), "explore")
+    assert "1x1 convs" in explore and "B weights (" in explore and "torchao 0.18.0 (tested range" in explore
+    old = DeviceInfo("cuda", "H200", (9, 0), memory_gib=139.8, torchao="0.12.0")
+    assert "outside the tested range" in _section(run_check(load_config(ROOT / "configs" / "sana_pickscore.yaml"), old), "explore")

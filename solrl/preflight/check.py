@@ -13,7 +13,7 @@ from ..config import Config
 from ..data import TOY_SPLITS
 from ..data.sets import fetch_hint
 from ..models.compile import resolve_scope
-from ..precision.recipes import RECIPES, DeviceInfo, choose_auto, get_recipe, select_kernel
+from ..precision.recipes import RECIPES, DeviceInfo, choose_auto, get_recipe, select_kernel, torchao_status
 from .cost import cost_section
 from .memory import MemoryEstimate, fits, memory_problem
 from .plan import RunPlan, make_plan
@@ -87,6 +87,8 @@ def _explore(cfg: Config, info: DeviceInfo, plan: RunPlan, report: CheckReport) 
                                f"refuses it: use auto (here {choose_auto(info)[0]}) or set rollout.allow_emulation=true")
     others = [f"{name} {'real' if select_kernel(other, info).real else 'emulated'}" for name, other in RECIPES.items()]
     lines.append("every recipe here: " + ", ".join(others))
+    if info.type == "cuda":   # the GPU kernels are torchao's: its version decides whether they run
+        lines.append(torchao_status(info))
     ex = plan.explore
     if ex is None:
         report.add("explore", *lines, "layers: unknown without the transformer's config")
@@ -94,8 +96,8 @@ def _explore(cfg: Config, info: DeviceInfo, plan: RunPlan, report: CheckReport) 
     if recipe.weight_format is None:
         lines.append(f"layers: all {len(ex.quantized) + len(ex.kept)} linear layers in {recipe.name}, the LoRA merged")
     else:
-        lines.append(f"layers ({r.explore_layers}): {len(ex.quantized)} of {len(ex.quantized) + len(ex.kept)} linear layers in "
-                     f"{recipe.name}; kept in {cfg.model.dtype}: {_layer_summary(ex.kept)}")
+        lines.append(f"layers ({r.explore_layers}): {ex.share.line()} in {recipe.name}; kept in {cfg.model.dtype}: "
+                     f"{_layer_summary(ex.kept)}")
     report.add("explore", *lines)
 
 

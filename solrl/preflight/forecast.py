@@ -35,13 +35,15 @@ MEASURED_SHAPE = {"explored": 96, "explore_steps": 6, "regenerated": 24, "full_s
 CALIBRATION_FLOPS = 31.121114907648e12   # SD3.5-L forward, 1024 px, 77 + 256 text tokens (flops.forward_flops)
 CALIBRATION_PEAK_TFLOPS = 989.4          # H200: dense bf16 tensor-core peak (NVIDIA's datasheet)
 EAGER_FACTOR = 98.026 / 61.21            # eager / compiled naive_scaling rollout, SD3.5-L, H200, 2026-12-04 (first call)
-# explore engine forward / compiled LoRA policy forward, per sample-step, by kernel
+# explore engine forward / compiled LoRA policy forward, per sample-step, by kernel. FP8's was measured with
+# solrl's own torch._scaled_mm layer, which torchao's Float8 rowwise config has since replaced; torchao's ran
+# 1-4% faster in the 2026-11-30 engine timings (results/gpu/engine_sd35m_h200_*), not credited here.
 EXPLORE_FACTORS = {
-    "scaled_mm_fp8": (MEASURED["seconds_explore"] / (96 * 6)) / (MEASURED["seconds_regenerate"] / (24 * 10)),
+    "torchao_float8": (MEASURED["seconds_explore"] / (96 * 6)) / (MEASURED["seconds_regenerate"] / (24 * 10)),
     "bf16": 577.72 / 615.29,    # SD3.5-M compiled, H200, 2026-11-30 (LoRA merged, no quantization)
     "int_mm": 603.2 / 615.29,   # idem, torch._int_mm
 }
-STAND_IN_KERNEL = "scaled_mm_fp8"        # for real kernels never timed on a GPU (NVFP4 / MXFP8 on Blackwell)
+STAND_IN_KERNEL = "torchao_float8"       # for real kernels never timed on a GPU (NVFP4 / MX on Blackwell)
 
 # dense bf16 tensor-core TFLOPS by GPU name (NVIDIA datasheets, without sparsity); first match wins
 GPU_PEAKS = (("H100 PCIe", 756.0), ("H100 NVL", 835.0), ("GH200", 989.4), ("H200", 989.4), ("H100", 989.4), ("H800", 989.4),

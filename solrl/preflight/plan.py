@@ -11,14 +11,12 @@ from dataclasses import dataclass
 
 from ..config import Config
 from ..models.released import RELEASED
-from ..precision.engine import layer_rule, plan_layers
-from ..precision.recipes import DeviceInfo, Kernel, Recipe, get_recipe, select_kernel
+from ..precision.engine import QuantizedShare, layer_rule, plan_layers, quantized_share
+from ..precision.recipes import DeviceInfo, Kernel, Recipe, get_recipe, select_kernel, stored_bytes_per_weight
 from .memory import MemoryEstimate, RunShape, choose_checkpointing, estimate_memory
 from .rewards import RewardPart, reward_footprint
 from .sources import Architecture, encoder_parameters, family_class, meta_transformer, model_location, transformer_architecture
 
-# bytes per weight of a quantized layer in the explore copy, by its kernel's storage (emulations keep fp32)
-STORED_BYTES = {"int8": 1.0, "fp8_e4m3_row": 1.0, "nvfp4_2d": 0.5 + 1 / 256, "mxfp8": 1 + 1 / 32}
 HALF = ("bfloat16", "bf16", "float16", "fp16")
 
 
@@ -28,6 +26,7 @@ class ExplorePlan:
     kernel: Kernel
     quantized: list[str]
     kept: list[str]
+    share: QuantizedShare             # how many layers and weights are quantized (precision/engine.py)
     bytes: float                      # the engine's copy on the device
 
 
@@ -63,10 +62,10 @@ def _explore_plan(cfg: Config, info: DeviceInfo, transformer) -> ExplorePlan | N
     plain = recipe.weight_format is None
     model_bytes = 2 if cfg.model.dtype in HALF else 4
     plain_bytes = recipe.compute_dtype.itemsize if plain else model_bytes
-    per_weight = STORED_BYTES.get(recipe.weight_format, 4.0) if kernel.real else 4.0
+    per_weight = stored_bytes_per_weight(recipe, kernel)
     total = sum(p.numel() for p in transformer.parameters())
     engine_bytes = (total - sum(sizes.values())) * plain_bytes + sum(sizes.values()) * per_weight
-    return ExplorePlan(recipe, kernel, quantized, kept, engine_bytes)
+    return ExplorePlan(recipe, kernel, quantized, kept, quantized_share(transformer, rule), engine_bytes)
 
 
 def text_tokens(cfg: Config, released) -> int:
