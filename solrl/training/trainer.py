@@ -169,13 +169,14 @@ class Trainer:
         chunk = r.adaptive_chunk or min(2 * c.group_size, r.explore_seeds)
         adaptive = AdaptiveExploration(chunk, r.adaptive_contrast, r.adaptive_min_spread, c.group_size) if r.adaptive else None
         return RolloutSpec(r.family, c.group_size, r.explore_seeds, s.steps, r.explore_steps, s.solver, s.guidance,
-                           s.batch_size, r.selection, c.autocast_bf16, adaptive=adaptive, progress=self.progress)
+                           s.batch_size, r.selection, c.autocast_bf16, adaptive=adaptive)
 
     def rollout(self, iteration: int):
         """This rank's samples of `iteration`: its prompt groups and seeds drawn as the run draws them
         (None when a reward fault loses the iteration)."""
         group_prompts = self.prompts.for_iteration(self.cfg.seed, iteration, self.cfg.train.prompts_per_iter)
         spec = self.rollout_spec()
+        spec.progress = self.progress   # rank 0's reporter hears of each batch (None elsewhere)
         if self.progress is not None:
             groups = len(self.world.shard(len(group_prompts)))
             c = self.cfg.train
