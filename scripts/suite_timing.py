@@ -83,13 +83,20 @@ def _read_junit(path: Path) -> tuple[dict, list[dict]]:
     return counts, tests
 
 
+COMPILE_CACHE = {"fresh": "fresh: a first run, every torch.compile test compiles from scratch",
+                 "kept": "kept: torch's compile cache as earlier runs on this machine left it"}
+
+
 def record(args) -> int:
     command = shlex.split(args.command)
     with tempfile.TemporaryDirectory() as tmp:
         junit = Path(tmp) / "junit.xml"
         load_before = os.getloadavg()
         start, started = time.time(), dt.datetime.now().astimezone()
-        done = subprocess.run([*command, f"--junitxml={junit}"], cwd=ROOT)
+        env = dict(os.environ)
+        if args.compile_cache == "fresh":  # a first run: every torch.compile test compiles from scratch
+            env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(tmp) / "inductor")
+        done = subprocess.run([*command, f"--junitxml={junit}"], cwd=ROOT, env=env)
         wall = time.time() - start
         load_after = os.getloadavg()
         counts, tests = _read_junit(junit) if junit.exists() else ({}, [])
@@ -103,7 +110,8 @@ def record(args) -> int:
         "source": "measured",
         "settings": {"commit": _git_commit(), "started": started.isoformat(timespec="seconds"),
                      "torch_cpu_capability": machine["torch_cpu_capability"], "cpu_flags": " ".join(machine["flags"]),
-                     "load_average_1min_at_start": round(load_before[0], 2), "load_average_1min_at_end": round(load_after[0], 2)},
+                     "load_average_1min_at_start": round(load_before[0], 2), "load_average_1min_at_end": round(load_after[0], 2),
+                     "inductor_cache": COMPILE_CACHE[args.compile_cache]},
         "units": {"wall_seconds": "s", "seconds": "s (wall, setup + call + teardown)", "cpu_seconds": "s (setup + call)"},
         "records": [suite] + [{"group": t["test"], "seed": None, "seconds": t["seconds"], "cpu_seconds": t["cpu_seconds"],
                                "outcome": t["outcome"]} for t in tests],
@@ -162,8 +170,8 @@ def _minutes(seconds: float) -> str:
 
 def table(args) -> int:
     """The suite files' table: one row per file (the default runs have their own table in getting-started.md)."""
-    print("| machine | date, commit | command | tests | wall time | CPU seconds of the tests | load average (1 min) at start / end | slowest test (CPU) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| machine | date, commit | command | tests | torch.compile's cache | wall time | CPU seconds of the tests | load average (1 min) at start / end | slowest test (CPU) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for path in sorted(Path(p) for p in args.files):
         r = json.loads(path.read_text())
         suite, tests = r["records"][0], [t for t in r["records"][1:] if t.get("cpu_seconds") is not None]
@@ -172,7 +180,7 @@ def table(args) -> int:
         note = f" ({r['notes']})" if r.get("notes") else ""
         st = r.get("settings", {})
         print(f"| {r['machine']} | {r['date']}, {st.get('commit')} | `{r['command']}` | {suite.get('passed')} passed, {failed} failed, "
-              f"{suite.get('skipped')} skipped | {_minutes(suite['wall_seconds'])}{note} | {suite.get('tests_cpu_seconds'):.0f} | "
+              f"{suite.get('skipped')} skipped | {st.get('inductor_cache', 'not recorded').split(':')[0]} | {_minutes(suite['wall_seconds'])}{note} | {suite.get('tests_cpu_seconds'):.0f} | "
               f"{st.get('load_average_1min_at_start')} / {st.get('load_average_1min_at_end')} | `{slowest['group']}` {slowest['cpu_seconds']:.0f} s |")
     return 0
 
@@ -186,6 +194,8 @@ def main(argv=None) -> int:
     r.add_argument("--note", default="", help="what else ran on the machine meanwhile, said in the table")
     r.add_argument("--suffix", default="", help="appended to the file name, e.g. _contended")
     r.add_argument("--out", default="", help="write here instead")
+    r.add_argument("--compile-cache", choices=sorted(COMPILE_CACHE), default="fresh",
+                   help="fresh (default): time a first run, torch.compile's cache empty; kept: the machine's cache as it is")
     r.set_defaults(run=record)
     d = sub.add_parser("record-default", help="run the default job and write results/default-run/default_run_5min_<cpu>.json")
     d.add_argument("--command", default="bash scripts/run_default.sh", help="the default run (out_dir and --quiet are added)")

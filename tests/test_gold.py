@@ -10,6 +10,8 @@ colour between two of the world's, and two objects fused into one blob. `geneval
 some of these well (a giant object about 0.5); the gold check must give none of them a pass, while >= 95%
 of ground-truth renders pass. This set is held out from the referee (referee.py): it tests it too."""
 import io
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -357,15 +359,37 @@ def test_real_collapsed_samples_fail_the_gold_check(run):
     assert np.mean([gold_score(img, parse_prompt(p))[0] for img, p in zip(images, prompts)]) < 0.5
 
 
-@pytest.mark.parametrize("preset", ["toy_nft", "toy_diffusionnft", "toy_naive_scaling", "toy_naive_quant", "toy_sol_rl"])
-def test_the_toy_presets_train_on_a_reward_that_meets_the_adversarial_bar(preset):
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+
+
+def _toy_preset_rewards() -> dict[str, tuple[str, dict]]:
+    """Each distinct reward the toy presets train on (name and options), keyed by the presets that use it."""
+    from solrl.config import load_config
+
+    by_reward: dict[str, list[str]] = {}
+    for path in sorted(CONFIGS.glob("toy_*.yaml")):
+        reward = load_config(str(path), []).reward
+        preset = path.stem
+        by_reward.setdefault(json.dumps([reward.name, reward.options], sort_keys=True), []).append(preset)
+    return {"+".join(presets): tuple(json.loads(key)) for key, presets in by_reward.items()}
+
+
+TOY_PRESET_REWARDS = _toy_preset_rewards()
+
+
+def test_the_toy_presets_are_all_asked_the_adversarial_bar():
+    assert sum(len(key.split("+")) for key in TOY_PRESET_REWARDS) == len(list(CONFIGS.glob("toy_*.yaml"))) >= 5
+
+
+# one case per distinct reward: the presets that share one are asked the bar once
+@pytest.mark.parametrize("presets", list(TOY_PRESET_REWARDS))
+def test_the_toy_presets_train_on_a_reward_that_meets_the_adversarial_bar(presets):
     """The adversarial bar, asked of the reward each toy preset trains on (built as the trainer builds it):
     ground truth >= 0.95, every degenerate kind's mean under half of it, no degenerate image strict-correct."""
-    from solrl.config import load_config
     from solrl.rewards import build_reward
 
-    config = load_config(f"configs/{preset}.yaml", [])
-    reward = build_reward(config.reward.name, **config.reward.options)
+    name, options = TOY_PRESET_REWARDS[presets]
+    reward = build_reward(name, **options)
     rng = np.random.default_rng(6)
     scenes = [parse_prompt(p) for p in PROMPTS]
     truth = reward(np.stack([render_scene(s, rng) for s in scenes]), PROMPTS)
