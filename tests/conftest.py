@@ -136,6 +136,16 @@ class ShellPayload:
         return os.system, (f"touch {self.marker}",)
 
 
+def assert_same_training_state(a: dict, b: dict) -> None:
+    """Two loaded checkpoints hold bitwise the same adapters (trained and old) and AdamW moments."""
+    for key in ("lora_default", "lora_old"):
+        for name, value in a[key].items():
+            assert torch.equal(value, b[key][name]), (key, name)
+    for index, moments in a["optimizer"]["state"].items():
+        for name, value in moments.items():
+            assert torch.equal(value, b["optimizer"]["state"][index][name]), (index, name)
+
+
 def write_pickled_checkpoint(path, state):
     """A checkpoint as solrl wrote them before safetensors (torch.save), with its seal: whoever writes a
     checkpoint can write its seal too."""

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from conftest import assert_same_training_state
 
 from solrl.training.checkpoint import list_checkpoints, load_checkpoint
 
@@ -98,15 +99,7 @@ def test_kill_nine_and_resume_reproduces_an_uninterrupted_run(tiny_toy_dir, tmp_
     assert final.wait(timeout=900) == 0, final.stderr.read().decode()[-2000:]
     assert straight.wait(timeout=900) == 0, straight.stderr.read().decode()[-2000:]
 
-    a, b = load_checkpoint(reference), load_checkpoint(run)
-    assert a["iteration"] == b["iteration"] == ITERATIONS and a["optimizer_step"] == b["optimizer_step"]
-    for key in ("lora_default", "lora_old"):
-        for name, value in a[key].items():
-            assert torch.equal(value, b[key][name]), (key, name)
-    for index, moments in a["optimizer"]["state"].items():  # AdamW's moments and step counts too
-        for name, value in moments.items():
-            assert torch.equal(value, b["optimizer"]["state"][index][name]), (index, name)
-    assert torch.equal(a["rng"]["torch"], b["rng"]["torch"])  # seeded by the run (numpy's and Python's are not)
+    _same_run(reference, run, ITERATIONS)  # AdamW's moments and the torch RNG (seeded by the run) too
     print(f"{kills} kills (the first mid-write), {ITERATIONS} iterations: weights, AdamW moments, torch RNG bit-identical")
     assert _steps(run / "train.jsonl") == list(range(1, ITERATIONS + 1))  # nothing logged twice or lost
     assert _steps(run / "eval.jsonl") == _steps(reference / "eval.jsonl") == [0, 4, 8, 12, 16]
@@ -115,12 +108,7 @@ def test_kill_nine_and_resume_reproduces_an_uninterrupted_run(tiny_toy_dir, tmp_
 def _same_run(reference, run, iterations):
     a, b = load_checkpoint(reference), load_checkpoint(run)
     assert a["iteration"] == b["iteration"] == iterations and a["optimizer_step"] == b["optimizer_step"]
-    for key in ("lora_default", "lora_old"):
-        for name, value in a[key].items():
-            assert torch.equal(value, b[key][name]), (key, name)
-    for index, moments in a["optimizer"]["state"].items():
-        for name, value in moments.items():
-            assert torch.equal(value, b["optimizer"]["state"][index][name]), (index, name)
+    assert_same_training_state(a, b)
     assert torch.equal(a["rng"]["torch"], b["rng"]["torch"])
 
 

@@ -7,9 +7,8 @@ import types
 from pathlib import Path
 
 import pytest
-import torch
 import yaml
-from conftest import ShellPayload, write_pickled_checkpoint
+from conftest import ShellPayload, assert_same_training_state, write_pickled_checkpoint
 
 from solrl.cli import main
 from solrl.redaction import REDACTED
@@ -202,9 +201,4 @@ def test_resuming_across_the_format_change_is_refused_then_exact_after_conversio
     assert train(split, 2) == 0
     a, b = load_checkpoint(tmp_path / "straight"), load_checkpoint(split)
     assert a["iteration"] == b["iteration"] == 2
-    for key in ("lora_default", "lora_old"):
-        for name, value in a[key].items():
-            assert torch.equal(value, b[key][name]), (key, name)
-    for index, moments in a["optimizer"]["state"].items():
-        for name, value in moments.items():
-            assert torch.equal(value, b["optimizer"]["state"][index][name]), (index, name)
+    assert_same_training_state(a, b)

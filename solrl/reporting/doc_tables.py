@@ -132,8 +132,9 @@ def key_rows(results: dict, base: str) -> list[list[str]]:
 
 
 @table("key-measurements")
-def key_measurements(results: dict) -> str:
-    return markdown(["what", "measured", "where, when", "file"], key_rows(results, ""))
+def key_measurements(results: dict, base: str = "") -> str:
+    """The README's (links from the top); key-measurements-docs is the same table for a page in docs/."""
+    return markdown(["what", "measured", "where, when", "file"], key_rows(results, base))
 
 
 @table("gpu-runs")
@@ -198,7 +199,7 @@ def default_run_by_cpu(results: dict) -> str:
 
 @table("key-measurements-docs")
 def key_measurements_docs(results: dict) -> str:
-    return markdown(["what", "measured", "where, when", "file"], key_rows(results, "../"))
+    return key_measurements(results, "../")
 
 
 @table("explore-cost")
