@@ -8,21 +8,27 @@ What it sees, and nothing else:
 - relation labels only for pairs clearly laid out one way (offset >= the renderer's 8 px along one
   axis, at most half of it across); near-diagonal pairs are drawn but carry no relation label;
 - benign variations of all of them, labelled as what they show: the whole layout moved by a pixel,
-  anti-aliased edges, colour jitter of a few units, autoencoder reconstructions with noise on the
-  latents (the decoder's soft edges);
+  anti-aliased edges, autoencoder reconstructions with noise on the latents (the decoder's soft edges),
+  and what a camera or a codec does to an image a person still calls the same (`benign`, since
+  2026-12-07): sensor-like noise, lossy JPEG compression, a slight blur, a colour cast within the world's
+  background tolerance, colour jitter of a few units. These go on the not-clean images below as often as
+  on the clean ones, so a clean scene is told by its objects and canvas, never by pixels' exact values;
 - not a clean scene (world = 0), made from world layouts by changes a person calls wrong: two objects
-  merged into one overlapping blob, an object in a colour outside the palette, an object faded towards
-  white, an object stretched into a box 1.3 to 2 times as long as wide, a stain on the canvas (soft
-  patches of colour behind the objects, small or spreading over most of it), dust on the canvas (sparse
-  off-white specks).
+  merged into one blob (overlapping; since 2026-12-07 also just touching, an object added against one of
+  the layout's or two of the layout's slid together), an object in a colour none of the world's (at least
+  50 from each, and from white), an object faded towards white, an object stretched
+  into a box 1.3 to 2 times as long as wide, a stain on the canvas (soft patches of colour behind the
+  objects, small or spreading over most of it), dust on the canvas (sparse off-white specks).
 Never shown: the held-out adversarial kinds of tests/test_gold.py (giant object, filled canvas, staircase,
 palette noise, stripes, blank canvas, quarter-size objects, tinted or noisy background, punched-out
-objects) and the collapsed samples saved from real runs. Its targets come from the layouts, not from any
+objects, colours between two of the world's, fused objects) and the collapsed samples saved from real runs. Its targets come from the layouts, not from any
 rule of the rewards.
 """
 from __future__ import annotations
 
 import datetime
+import io
+import json
 import math
 import time
 from dataclasses import asdict, dataclass, replace
@@ -30,6 +36,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from PIL import Image
+from scipy import ndimage
 
 from ..images import to_float_nchw
 from ..precision.recipes import cpu_label
@@ -60,8 +68,11 @@ class RefereeConfig:
     batch_size: int = 128
     lr: float = 2e-3
     width: int = 32
-    not_clean_share: float = 0.2
+    not_clean_share: float = 0.25
     latent_noise: float = 0.15    # std of the noise on the autoencoder's normalised latents
+    benign_share: float = 0.6     # share of images, clean or not, given benign variations (`benign`)
+    init: str | None = None       # a referee to start from (its directory); None: random weights
+    touching_weight: int = 1      # draws of the touching kind per draw of each other not-clean kind
     seed: int = 0
 
 
@@ -137,31 +148,39 @@ def centre_map(placed: list[Placed]) -> np.ndarray:
 
 
 def _recolour(image: np.ndarray, placed: Placed, colour) -> np.ndarray:
-    mask = shape_mask(placed.spec.shape, IMAGE_SIZE, IMAGE_SIZE, placed.top, placed.left, placed.size, placed.size)
-    image[mask] = colour
+    image[_mask(placed)] = colour
     return image
 
 
-def not_clean(rng: np.random.Generator, scenes: list[Scene]) -> np.ndarray:
+def not_clean(rng: np.random.Generator, scenes: list[Scene], touching_weight: int = 1) -> np.ndarray:
     """A world layout broken by one change a person calls wrong (module docstring)."""
     placed = world_layout(rng, scenes)
     target = placed[rng.integers(len(placed))]
-    kind = int(rng.integers(6))
+    kind = min(int(rng.integers(6 + touching_weight)), 6)
     if kind == 4:
         return _stained(render_layout(placed), rng)
     if kind == 5:
         return _dusty(render_layout(placed), rng)
-    if kind == 0:   # merged: another object drawn over this one, overlapping it by a third or more
+    if kind in (0, 6):   # merged: another object overlapping this one by a fifth or more (0), or touching it (6)
         spec = KINDS[rng.integers(len(KINDS))]
-        while spec.color == target.spec.color:
+        while spec.color == target.spec.color and rng.random() < 0.7:   # mostly another colour
             spec = KINDS[rng.integers(len(KINDS))]
-        shift = rng.uniform(0.2, 0.6, 2) * target.size * rng.choice([-1, 1], 2)
-        return render_layout([*placed, Placed(spec, target.top + shift[0], target.left + shift[1], target.size)])
+        if kind == 0:
+            shift = rng.uniform(0.2, 0.6, 2) * target.size * rng.choice([-1, 1], 2)
+            return render_layout([*placed, Placed(spec, target.top + shift[0], target.left + shift[1], target.size)])
+        others = [p for p in placed if p is not target]
+        if others and rng.random() < 0.5:   # one of the layout's own objects slid over to it
+            mover = others[rng.integers(len(others))]
+            start = np.array([mover.top, mover.left]) + mover.size / 2
+            return render_layout([p for p in placed if p is not mover] + [_until_touching(target, mover.spec, mover.size, start, rng)])
+        angle, size = rng.uniform(0, 2 * np.pi), float(rng.integers(RELATION_SIZE[0], RELATION_SIZE[1] + 1))
+        start = np.array([target.top, target.left]) + target.size / 2 + (target.size + size) * np.array([np.sin(angle), np.cos(angle)])
+        return render_layout([*placed, _until_touching(target, spec, size, start, rng)])
     image = render_layout(placed)
-    if kind == 1:   # a colour outside the palette (and away from white)
+    if kind == 1:   # a colour none of the world's: 50 or more from each (and from white)
         while True:
             colour = rng.integers(0, 256, 3).astype(np.float32)
-            if np.linalg.norm(_PALETTE - colour, axis=1).min() > 90:
+            if np.linalg.norm(_PALETTE - colour, axis=1).min() >= 50:
                 return _recolour(image, target, colour)
     if kind == 2:   # faded towards white
         colour = np.array(COLORS[target.spec.color], np.float32)
@@ -170,8 +189,52 @@ def not_clean(rng: np.random.Generator, scenes: list[Scene]) -> np.ndarray:
     image = render_layout([p for p in placed if p is not target])
     short = target.size / rng.uniform(1.3, 2.0)
     h, w = (target.size, short) if rng.random() < 0.5 else (short, target.size)
-    image[shape_mask(target.spec.shape, IMAGE_SIZE, IMAGE_SIZE, target.top, target.left, h, w)] = COLORS[target.spec.color]
+    image[_mask(target, h, w)] = COLORS[target.spec.color]
     return image
+
+
+def _mask(p: Placed, h: float | None = None, w: float | None = None) -> np.ndarray:
+    return shape_mask(p.spec.shape, IMAGE_SIZE, IMAGE_SIZE, p.top, p.left, h or p.size, w or p.size)
+
+
+def _until_touching(target: Placed, spec, size: float, start: np.ndarray, rng: np.random.Generator) -> Placed:
+    """An object of `spec` and `size` moved from centre `start` towards `target`'s centre, 0.5 px at a time,
+    until the two touch; then 0-2 px further into it."""
+    centre = np.array([target.top, target.left]) + target.size / 2
+    distance = float(np.linalg.norm(start - centre))
+    direction = (start - centre) / max(distance, 1e-6)   # from the target out to the mover
+    own = ndimage.binary_dilation(_mask(target))
+    for d in np.arange(distance, 0, -0.5):
+        top, left = centre + d * direction - size / 2
+        if (own & _mask(Placed(spec, top, left, size))).any():
+            top, left = np.array([top, left]) - rng.uniform(0, 2) * direction
+            return Placed(spec, top, left, size)
+    return Placed(spec, *(centre - size / 2), size)
+
+
+def benign(image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """What a camera or a codec does to an image that a person still calls the same, each change drawn
+    independently: a slight blur (sigma 0.3-0.6 px), a colour cast (each channel moved by up to 8 units: at
+    most 14 from white, under half the world's background tolerance of 30), sensor-like noise (sigma up to 6
+    of 255), colour jitter of +-3, lossy JPEG compression (quality 50-95, PIL's 4:2:0 chroma)."""
+    out = image.astype(np.float32)
+    if rng.random() < 0.2:
+        out = ndimage.gaussian_filter(out, sigma=(rng.uniform(0.3, 0.6), rng.uniform(0.3, 0.6), 0))
+    if rng.random() < 0.3:
+        out = out + rng.uniform(-8, 8, 3)
+    if rng.random() < 0.35:
+        out = out + rng.normal(0, rng.uniform(1, 6), out.shape)
+    if rng.random() < 0.2:
+        out = out + rng.integers(-3, 4, out.shape)
+    out = np.clip(out, 0, 255).round().astype(np.uint8)
+    return jpeg(out, int(rng.integers(50, 96))) if rng.random() < 0.35 else out
+
+
+def jpeg(image: np.ndarray, quality: int) -> np.ndarray:
+    """A uint8 [H, W, 3] image through JPEG compression at `quality` (PIL's defaults otherwise) and back."""
+    buffer = io.BytesIO()
+    Image.fromarray(image).save(buffer, format="JPEG", quality=quality)
+    return np.asarray(Image.open(buffer).convert("RGB"))
 
 
 def _stained(image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -207,25 +270,26 @@ def _dusty(image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return image
 
 
-def draw(rng: np.random.Generator, scenes: list[Scene], not_clean_share: float) -> Drawn:
+def draw(rng: np.random.Generator, scenes: list[Scene], not_clean_share: float, benign_share: float = 0.0,
+         touching_weight: int = 1) -> Drawn:
+    """One training image: not clean (`not_clean_share` of them) or a world layout, given benign variations
+    (`benign_share` of them, whichever it is)."""
     if rng.random() < not_clean_share:
-        return Drawn(not_clean(rng, scenes), None, [], 0.0)
-    placed = world_layout(rng, scenes)
-    if rng.random() < 0.3:   # the whole layout a pixel off (objects at the border may lose a row)
-        dy, dx = rng.integers(-1, 2, 2)
-        placed = [replace(p, top=p.top + dy, left=p.left + dx) for p in placed]
-    variation = rng.random()
-    if variation < 0.2:
-        image = render_layout(placed, supersample=4)
-    elif variation < 0.4:
-        image = np.clip(render_layout(placed).astype(int) + rng.integers(-3, 4, (IMAGE_SIZE, IMAGE_SIZE, 3)), 0, 255).astype(np.uint8)
+        drawn = Drawn(not_clean(rng, scenes, touching_weight), None, [], 0.0)
     else:
-        image = render_layout(placed)
-    return Drawn(image, centre_map(placed), clear_relations(placed), 1.0)
+        placed = world_layout(rng, scenes)
+        if rng.random() < 0.3:   # the whole layout a pixel off (objects at the border may lose a row)
+            dy, dx = rng.integers(-1, 2, 2)
+            placed = [replace(p, top=p.top + dy, left=p.left + dx) for p in placed]
+        image = render_layout(placed, supersample=4 if rng.random() < 0.2 else 1)
+        drawn = Drawn(image, centre_map(placed), clear_relations(placed), 1.0)
+    if rng.random() < benign_share:
+        drawn = replace(drawn, image=benign(drawn.image, rng))
+    return drawn
 
 
-def _batch(rng, scenes, n: int, not_clean_share: float):
-    drawn = [draw(rng, scenes, not_clean_share) for _ in range(n)]
+def _batch(rng, scenes, n: int, cfg: RefereeConfig):
+    drawn = [draw(rng, scenes, cfg.not_clean_share, cfg.benign_share, cfg.touching_weight) for _ in range(n)]
     relations = torch.full((n, len(PAIRS)), UNLABELLED, dtype=torch.long)
     centres = torch.full((n, len(KINDS), GRID, GRID), float(UNLABELLED))
     for i, d in enumerate(drawn):
@@ -262,12 +326,12 @@ def pretrain_referee(cfg: RefereeConfig, autoencoder_path: str | Path, log=print
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     scenes, autoencoder = all_scenes(), ToyAutoencoder.load(autoencoder_path)
-    model = Referee(cfg.width).train()
+    model = (Referee.load(cfg.init).requires_grad_(True) if cfg.init else Referee(cfg.width)).train()
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=1e-4)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 100) * (0.02 + 0.98 * 0.5 * (1 + math.cos(math.pi * s / cfg.steps))))
     start, losses = time.time(), []
     for step in range(cfg.steps):
-        x, centres, relations, world = _batch(rng, scenes, cfg.batch_size, cfg.not_clean_share)
+        x, centres, relations, world = _batch(rng, scenes, cfg.batch_size, cfg)
         soft = torch.from_numpy(rng.random(len(x)) < 0.5)
         x[soft] = through_autoencoder(x[soft], autoencoder, cfg.latent_noise)
         loss = referee_loss(model(x), centres, relations, world)
@@ -284,21 +348,32 @@ def pretrain_referee(cfg: RefereeConfig, autoencoder_path: str | Path, log=print
     model.save(out, {"config": asdict(cfg), "autoencoder": str(autoencoder_path), "seconds": round(time.time() - start, 1),
                      "final_loss": float(np.mean(losses[-250:])), "checks": checks,
                      "machine": cpu_label(), "torch": torch.__version__,
-                     "date": datetime.date.today().isoformat()})
+                     "date": datetime.date.today().isoformat(), "started_from": _training_record(cfg.init)})
     return out
+
+
+def _training_record(init: str | None) -> dict | None:
+    """The training record of the referee a run starts from, so the shipped one carries its whole chain."""
+    record = Path(init or "") / "training.json"
+    return json.loads(record.read_text()) if init and record.exists() else None
 
 
 @torch.no_grad()
 def referee_checks(model: Referee, autoencoder, per_prompt: int = 4, seed: int = 1) -> dict:
-    """Referee accuracy on fresh held-out renders and their reconstructions, and how often it calls a fresh
-    not-clean image clean (the adversarial set is tested in tests/test_referee.py, not here)."""
+    """Referee accuracy on fresh held-out renders, their reconstructions and their lossy copies (JPEG at
+    quality 75, noise of sigma 4), and how often it calls a fresh not-clean image clean (the adversarial set
+    is tested in tests/test_referee.py, not here)."""
     from .grammar import parse_prompt, split_prompts
     from .referee import referee_correct, referee_verdicts
 
     rng = np.random.default_rng(seed)
     prompts = split_prompts("heldout") * per_prompt
-    x = to_float_nchw(np.stack([render_layout(layout_scene(parse_prompt(p), rng)) for p in prompts]))
+    renders = np.stack([render_layout(layout_scene(parse_prompt(p), rng)) for p in prompts])
+    x = to_float_nchw(renders)
     broken = to_float_nchw(np.stack([not_clean(rng, all_scenes()) for _ in prompts]))
+    noisy = np.clip(renders + rng.normal(0, 4, renders.shape), 0, 255).round().astype(np.uint8)
     return {"heldout_renders": float(referee_correct(x, prompts, model).mean()),
             "heldout_reconstructions": float(referee_correct(through_autoencoder(x, autoencoder, 0.0), prompts, model).mean()),
+            "heldout_jpeg75": float(referee_correct(to_float_nchw(np.stack([jpeg(r, 75) for r in renders])), prompts, model).mean()),
+            "heldout_noise4": float(referee_correct(to_float_nchw(noisy), prompts, model).mean()),
             "not_clean_read_as_clean": float((referee_verdicts(broken, prompts, model)["world"] > 0.5).mean())}
