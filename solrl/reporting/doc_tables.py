@@ -170,6 +170,34 @@ def adversarial_set(results: dict) -> str:
             + f"\n{short_machine(a)}, {a['date']}: {link('toy-world/adversarial_set', results, 'data')}.\n")
 
 
+REFEREE_COPIES = {"clean": "ground-truth renders", "antialiased": "anti-aliased", "shifted": "shifted 1 px",
+                  "colour_jitter": "colour jitter +-3", "jpeg_75": "JPEG, quality 75 (target)",
+                  "light_noise": "noise, sigma 4 (target)", "jpeg_50": "JPEG, quality 50", "noise_sigma_8": "noise, sigma 8",
+                  "blur_0_5": "blur, sigma 0.5 px", "colour_cast_8": "colour cast (-8, -4, +6)"}
+
+
+@table("referee-robustness")
+def referee_robustness(results: dict) -> str:
+    """The newest results/referee/referee_*.json: the copies row by row, then the highest of the images it must refuse."""
+    name = max(n for n in results if n.startswith("referee/referee_"))
+    r = results[name]
+    copies = [x for x in r["records"] if x["group"] in REFEREE_COPIES]
+    refused = [x for x in r["records"] if x["group"] not in REFEREE_COPIES]
+    cell = lambda x, key: f"{x[key]:.3f}" if key in x else ""  # noqa: E731
+    rows = [[REFEREE_COPIES[x["group"]], x["images"], cell(x, "geneval_gold_score"), cell(x, "gold_check_pass"),
+             cell(x, "referee_correct"), cell(x, "share_of_clean"), cell(x, "referee_correct_before")] for x in copies]
+    for x in sorted(refused, key=lambda x: -x["referee_correct"])[:3]:   # the three it refuses least
+        draws = f", {x['draws']} draws: the worst {x['referee_correct_worst_draw']:.3f}" if x.get("draws") else ""
+        rows.append([f"must refuse: {x['group'].replace('_', ' ')}", x["images"], "", "", f"{x['referee_correct']:.3f}{draws}",
+                     "", cell(x, "referee_correct_before")])
+    rest = sorted(refused, key=lambda x: -x["referee_correct"])[3:]
+    rows.append([f"must refuse: the other {len(rest)} kinds, the highest", "", "", "",
+                 f"{max(x['referee_correct'] for x in rest):.3f}", "", ""])
+    return (markdown(["images", "count", "`geneval_gold` score", "gold check passes", "referee-correct",
+                      "referee: share of the renders'", "the referee before"], rows)
+            + f"\n{short_machine(r)}, {r['date']}: {link(name, results, 'data')}.\n")
+
+
 @table("toy-base")
 def toy_base(results: dict) -> str:
     b = results["toy-world/base_model_heldout"]
