@@ -28,6 +28,7 @@ def test_dry_run_sizes_the_released_transformer(gpu_check, arch, low, high, tmp_
     assert not out.exists()  # a dry run writes nothing
 
 
+@pytest.mark.slow
 def test_the_whole_acceptance_run_on_a_tiny_model(gpu_check, tmp_path):
     """`--tiny --device cpu`: every section, eager and compiled, into one JSON with the acceptance keys."""
     import json

@@ -45,6 +45,7 @@ def test_latent_transformer_keeps_the_pixel_models_token_count():
     assert tokens(cfg) == tokens(TOY_TRANSFORMER_CONFIG) == 64 and cfg["in_channels"] == cfg["out_channels"] == 8
 
 
+@pytest.mark.slow
 def test_latent_pretraining_writes_a_model_the_trainer_runs_on(tmp_path):
     from solrl.config import load_config
     from solrl.toyworld.pretrain import PretrainConfig, pretrain_toy

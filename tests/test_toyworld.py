@@ -137,6 +137,7 @@ def test_noise_specks_earn_little():
     assert detect_objects(blank) == []
 
 
+@pytest.mark.slow
 def test_pretrain_writes_a_loadable_model_and_init_continues_from_one(tmp_path, capsys):
     import json
 
