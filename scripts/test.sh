@@ -10,4 +10,4 @@ workers=${SOLRL_TEST_WORKERS:-2}
 if [ "$workers" = 0 ]; then
     exec .venv/bin/python -m pytest "$@"
 fi
-exec .venv/bin/python -m pytest -n "$workers" --dist loadgroup "$@"   # a file's xdist_group stays on one worker
+exec .venv/bin/python -m pytest -n "$workers" "$@"

@@ -77,17 +77,13 @@ def pytest_terminal_summary(terminalreporter, config):
 
 def pytest_collection_modifyitems(config, items):
     """`--reverse` and `--shuffle SEED` reorder whole files and the tests inside them alike, so a test that only
-    passes after another (a shared run extended by an earlier test, a registry filled by an earlier import) fails.
-    Otherwise the `slow` tests go first, each file's in its order: two workers that start on the longest tests and
-    end on short ones finish together (one that drew a 100 s test last kept the other idle for a minute)."""
+    passes after another (a shared run extended by an earlier test, a registry filled by an earlier import) fails."""
     if config.getoption("--reverse"):
         items.reverse()
     elif config.getoption("--shuffle") is not None:
         import random
 
         random.Random(config.getoption("--shuffle")).shuffle(items)
-    else:
-        items.sort(key=lambda item: item.get_closest_marker("slow") is None)   # stable: the order within each part stays
 
 
 @pytest.fixture(scope="session")

@@ -18,8 +18,7 @@ from solrl.config import load_config
 from solrl.training.checkpoint import checkpoint_path, list_checkpoints, load_checkpoint, seal_path
 from solrl.training.trainer import Trainer
 
-# one worker runs this file: its tests share the module's runs (three torchrun jobs), built once (scripts/test.sh: --dist loadgroup)
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("distributed")]
+pytestmark = pytest.mark.slow
 HERE = Path(__file__).parent
 
 
