@@ -164,24 +164,12 @@ def record_default(args) -> int:
     return done.returncode
 
 
-def _minutes(seconds: float) -> str:
-    return f"{int(seconds // 60)} min {round(seconds % 60):02d} s"
-
-
 def table(args) -> int:
-    """The suite files' table: one row per file (the default runs have their own table in getting-started.md)."""
-    print("| machine | date, commit | command | tests | torch.compile's cache | wall time | CPU seconds of the tests | load average (1 min) at start / end | slowest test (CPU) |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for path in sorted(Path(p) for p in args.files):
-        r = json.loads(path.read_text())
-        suite, tests = r["records"][0], [t for t in r["records"][1:] if t.get("cpu_seconds") is not None]
-        slowest = max(tests, key=lambda t: t["cpu_seconds"]) if tests else {"group": "-", "cpu_seconds": 0}
-        failed = (suite.get("failures") or 0) + (suite.get("errors") or 0)
-        note = f" ({r['notes']})" if r.get("notes") else ""
-        st = r.get("settings", {})
-        print(f"| {r['machine']} | {r['date']}, {st.get('commit')} | `{r['command']}` | {suite.get('passed')} passed, {failed} failed, "
-              f"{suite.get('skipped')} skipped | {st.get('inductor_cache', 'not recorded').split(':')[0]} | {_minutes(suite['wall_seconds'])}{note} | {suite.get('tests_cpu_seconds'):.0f} | "
-              f"{st.get('load_average_1min_at_start')} / {st.get('load_average_1min_at_end')} | `{slowest['group']}` {slowest['cpu_seconds']:.0f} s |")
+    """The suite files' table, as docs/cpu-kinds.md shows it (solrl docs writes it there)."""
+    from solrl.reporting.cpu_tables import test_suite
+    from solrl.reporting.results import load_result
+
+    print(test_suite({f"test-suite/{Path(p).stem}": load_result(p) for p in args.files}), end="")
     return 0
 
 

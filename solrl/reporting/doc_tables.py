@@ -7,13 +7,17 @@ from collections.abc import Callable
 
 from .confirmation import confirmation_sentence, confirmation_status, power_table
 from .exploration import forest_table, headline_paragraph, pattern_sentence
-from .results import mean_interval, values
+from .cpu_tables import default_run_by_cpu, test_suite
+from .results import values
+from .table_parts import link, markdown, mean_ci, ratio, record, short_machine
 
 TABLES: dict[str, Callable[[dict], str]] = {}
 # docs/where-exploration-pays.md and docs/confirmation.md (their builders live beside their analyses)
 TABLES.update({"exploration-forest": forest_table, "exploration-headline": headline_paragraph,
                "exploration-pattern": pattern_sentence, "exploration-confirmation": confirmation_status,
                "exploration-power": power_table, "exploration-confirmation-readme": confirmation_sentence})
+# docs/getting-started.md and docs/cpu-kinds.md: what each CPU kind gets
+TABLES.update({"default-run-by-cpu": default_run_by_cpu, "test-suite": test_suite})
 
 
 def table(name: str):
@@ -21,49 +25,6 @@ def table(name: str):
         TABLES[name] = builder
         return builder
     return register
-
-
-def link(ref: str, results: dict, text: str | None = None, base: str = "../") -> str:
-    """A markdown link to a results file from a page under docs/ (base '' from the repository root)."""
-    return f"[{text or ref.split('/')[-1]}]({base}results/{ref}.json)"
-
-
-def mean_ci(result: dict, metric: str, group: str | None = None, places: int = 3) -> str:
-    """`mean ± half-width` of a metric's per-seed values (the mean alone for one value)."""
-    found = [v for v in values(result, metric, group) if v is not None]
-    if not found:
-        return "not measured"
-    mean, half = mean_interval(found)
-    return f"{mean:.{places}f}" if len(found) < 2 else f"{mean:.{places}f} ± {half:.{places}f}"
-
-
-def markdown(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
-
-
-def record(result: dict, group: str, **match) -> dict:
-    """The one record of `group` whose other fields equal `match`; a missing one is an error naming the file."""
-    found = [r for r in result["records"] if r["group"] == group and all(r.get(k) == v for k, v in match.items())]
-    if len(found) != 1:
-        raise ValueError(f"{result['_path']}: {len(found)} records of group {group!r} with {match}, expected one")
-    return found[0]
-
-
-def short_machine(result: dict) -> str:
-    """`2-core AMD EPYC (AVX512-BF16 ...)` -> `AMD EPYC, AVX512-BF16`: enough to name the machine in a table cell."""
-    m = result["machine"]
-    for name, short in (("H200", "one H200"), ("H100", "one H100"), ("B200", "one B200")):
-        if name in m:
-            return short
-    cpu = "Intel Xeon" if "Xeon" in m else "AMD EPYC" if "EPYC" in m else m.split(",")[0]
-    kind = "AMX" if "AMX" in m else "AVX512-BF16" if "AVX512-BF16" in m else "AVX2 only"
-    return f"{cpu}, {kind}"
-
-
-def ratio(a: float, b: float) -> str:
-    return f"{a / b:.2f}x"
 
 
 def default_run_figures(results: dict) -> dict:
@@ -208,21 +169,6 @@ def toy_base(results: dict) -> str:
     return (markdown(["reward", "score", "strict accuracy", "referee accuracy", "world-likeness"], rows)
             + f"\n{b['settings']['eval.seeds_per_prompt']} seeds per prompt; {short_machine(b)}, {b['date']}: "
               f"{link('toy-world/base_model_heldout', results, 'data')}.\n")
-
-
-@table("default-run-by-cpu")
-def default_run_by_cpu(results: dict) -> str:
-    """One row per CPU kind that ran the default job: every results file default-run/default_run_5min*."""
-    rows = []
-    for name in sorted(n for n in results if n.startswith("default-run/default_run_5min")):
-        r = results[name]
-        base = record(r, "base", seed=None)
-        iterations = r.get("summary", {}).get("iterations") or ", ".join(str(v) for v in values(r, "iterations", "diffusionnft"))
-        rows.append([r["machine"], r["date"], str(iterations), len(values(r, "strict_accuracy", "diffusionnft")),
-                     f"{base['strict_accuracy']:.3f} -> {mean_ci(r, 'strict_accuracy', 'diffusionnft')}",
-                     f"{base['referee_accuracy']:.3f} -> {mean_ci(r, 'referee_accuracy', 'diffusionnft')}",
-                     link(name, results, "data")])
-    return markdown(["CPU", "date", "iterations", "seeds", "strict accuracy (gold check)", "referee accuracy", "file"], rows)
 
 
 @table("key-measurements-docs")
