@@ -34,10 +34,10 @@ def test_suite(results: dict) -> str:
         slowest = max(tests, key=lambda t: t["cpu_seconds"])
         st = r["settings"]
         failed = (suite.get("failures") or 0) + (suite.get("errors") or 0)
-        rows.append([r["machine"], f"{r['date']}, {st.get('commit')}",
+        rows.append([r["machine"], f"{r['date']}, {st.get('commit')}", f"`{r['command']}`",
                      f"{suite['passed']} passed, {failed} failed, {suite['skipped']} skipped",
                      st.get("inductor_cache", "not recorded").split(":")[0], f"**{minutes(suite['wall_seconds'])}**",
                      f"{suite['tests_cpu_seconds']:.0f}", f"{st.get('load_average_1min_at_start')} / {st.get('load_average_1min_at_end')}",
                      f"`{slowest['group'].split('::')[-1]}` {slowest['cpu_seconds']:.0f} s", r.get("notes", ""), link(name, results, "data")])
-    return markdown(["machine", "date, commit", "tests", "torch.compile's cache", "wall time", "CPU seconds of the tests",
+    return markdown(["machine", "date, commit", "command", "tests", "torch.compile's cache", "wall time", "CPU seconds of the tests",
                      "load (1 min) at start / end", "slowest test (CPU)", "notes", "file"], rows)
