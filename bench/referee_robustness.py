@@ -32,24 +32,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from test_gold import BENIGN, KINDS, LOSSY, PROMPTS, kind_images  # noqa: E402
 from test_referee import NEAR_MISSES  # noqa: E402
 
-from solrl.images import to_float_nchw  # noqa: E402
+from solrl.images import jpeg_round_trip, to_float_nchw, with_pixel_noise  # noqa: E402
 from solrl.precision.recipes import cpu_label  # noqa: E402
 from solrl.toyworld.gold import gold_check, gold_score  # noqa: E402
 from solrl.toyworld.grammar import parse_prompt  # noqa: E402
-from solrl.toyworld.pretrain_referee import jpeg  # noqa: E402
 from solrl.toyworld.referee import Referee, referee_verdicts  # noqa: E402
 from solrl.toyworld.render import layout_scene, render_layout  # noqa: E402
 
 
 def _noise(sigma):
     def noisy(layout, rng):
-        return np.clip(render_layout(layout) + rng.normal(0, sigma, (32, 32, 3)), 0, 255).round().astype(np.uint8)
+        return with_pixel_noise(render_layout(layout), sigma, rng)
     noisy.__name__ = f"noise_sigma_{sigma}"
     return noisy
 
 
 def jpeg_50(layout, rng):
-    return jpeg(render_layout(layout), 50)
+    return jpeg_round_trip(render_layout(layout), 50)
 
 
 def blur_0_5(layout, rng):

@@ -5,6 +5,8 @@ numbers 0-255 (PIL, OCR, JPEG, the toy verifier) call `to_uint8_nhwc`.
 """
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import torch
 
@@ -41,3 +43,17 @@ def image_grid(images, columns: int, pad: int = 1, upscale: int = 1) -> np.ndarr
         r, col = divmod(i, columns)
         grid[pad + r * (h + pad): pad + r * (h + pad) + h, pad + col * (w + pad): pad + col * (w + pad) + w] = arr[i]
     return grid
+
+
+def jpeg_round_trip(image: np.ndarray, quality: int) -> np.ndarray:
+    """A uint8 [H, W, 3] image through JPEG compression at `quality` (PIL's defaults otherwise: 4:2:0 chroma) and back."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(image).save(buffer, format="JPEG", quality=quality)
+    return np.asarray(Image.open(buffer).convert("RGB"))
+
+
+def with_pixel_noise(image: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
+    """A uint8 image with Gaussian noise of `sigma` (of 255) on every pixel and channel, rounded and clipped."""
+    return np.clip(image + rng.normal(0, sigma, image.shape), 0, 255).round().astype(np.uint8)

@@ -9,16 +9,15 @@ objects with a quarter of their pixels punched out, one object too many; since 2
 colour between two of the world's, and two objects fused into one blob. `geneval` (verifier.py) pays
 some of these well (a giant object about 0.5); the gold check must give none of them a pass, while >= 95%
 of ground-truth renders pass. This set is held out from the referee (referee.py): it tests it too."""
-import io
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
 from scipy import ndimage
 
 from solrl.data import load_prompts
+from solrl.images import jpeg_round_trip, with_pixel_noise
 from solrl.toyworld.gold import gold_check, world_likeness
 from solrl.toyworld.grammar import BACKGROUND, COLORS, parse_prompt
 from solrl.toyworld.render import IMAGE_SIZE, Placed, blank_canvas, layout_scene, render_layout, render_scene, shape_mask
@@ -209,14 +208,12 @@ JPEG_QUALITY = 75       # PIL's default quality, with its default 4:2:0 chroma s
 
 def jpeg_75(layout, rng):
     """The render through lossy JPEG compression at quality 75 and back."""
-    buffer = io.BytesIO()
-    Image.fromarray(render_layout(layout)).save(buffer, format="JPEG", quality=JPEG_QUALITY)
-    return np.asarray(Image.open(buffer).convert("RGB"))
+    return jpeg_round_trip(render_layout(layout), JPEG_QUALITY)
 
 
 def light_noise(layout, rng):
     """Sensor-like Gaussian noise on every pixel."""
-    return np.clip(render_layout(layout) + rng.normal(0, LIGHT_NOISE_STD, (IMAGE_SIZE, IMAGE_SIZE, 3)), 0, 255).round().astype(np.uint8)
+    return with_pixel_noise(render_layout(layout), LIGHT_NOISE_STD, rng)
 
 
 # copies of a render a person calls the same image, which the rewards and the referee must keep >= 0.9 of

@@ -27,7 +27,6 @@ rule of the rewards.
 from __future__ import annotations
 
 import datetime
-import io
 import json
 import math
 import time
@@ -36,10 +35,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from PIL import Image
 from scipy import ndimage
 
-from ..images import to_float_nchw
+from ..images import jpeg_round_trip, to_float_nchw, with_pixel_noise
 from ..precision.recipes import cpu_label
 from .grammar import COLORS, Scene, all_scenes
 from .referee import GRID, KINDS, PAIRS, Referee, kind_index, relation_target
@@ -227,14 +225,7 @@ def benign(image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     if rng.random() < 0.2:
         out = out + rng.integers(-3, 4, out.shape)
     out = np.clip(out, 0, 255).round().astype(np.uint8)
-    return jpeg(out, int(rng.integers(50, 96))) if rng.random() < 0.35 else out
-
-
-def jpeg(image: np.ndarray, quality: int) -> np.ndarray:
-    """A uint8 [H, W, 3] image through JPEG compression at `quality` (PIL's defaults otherwise) and back."""
-    buffer = io.BytesIO()
-    Image.fromarray(image).save(buffer, format="JPEG", quality=quality)
-    return np.asarray(Image.open(buffer).convert("RGB"))
+    return jpeg_round_trip(out, int(rng.integers(50, 96))) if rng.random() < 0.35 else out
 
 
 def _stained(image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -371,9 +362,9 @@ def referee_checks(model: Referee, autoencoder, per_prompt: int = 4, seed: int =
     renders = np.stack([render_layout(layout_scene(parse_prompt(p), rng)) for p in prompts])
     x = to_float_nchw(renders)
     broken = to_float_nchw(np.stack([not_clean(rng, all_scenes()) for _ in prompts]))
-    noisy = np.clip(renders + rng.normal(0, 4, renders.shape), 0, 255).round().astype(np.uint8)
+    noisy = with_pixel_noise(renders, 4, rng)
     return {"heldout_renders": float(referee_correct(x, prompts, model).mean()),
             "heldout_reconstructions": float(referee_correct(through_autoencoder(x, autoencoder, 0.0), prompts, model).mean()),
-            "heldout_jpeg75": float(referee_correct(to_float_nchw(np.stack([jpeg(r, 75) for r in renders])), prompts, model).mean()),
+            "heldout_jpeg75": float(referee_correct(to_float_nchw(np.stack([jpeg_round_trip(r, 75) for r in renders])), prompts, model).mean()),
             "heldout_noise4": float(referee_correct(to_float_nchw(noisy), prompts, model).mean()),
             "not_clean_read_as_clean": float((referee_verdicts(broken, prompts, model)["world"] > 0.5).mean())}
