@@ -1,6 +1,7 @@
 """Baseline objectives (Flow-GRPO, Flow-GRPO-Fast, DanceGRPO, AWM): formulas against values computed by
 hand (arithmetic in the comments), the SDE rollout's invariances, the on-policy ratio through the real
 rollout + recompute path, and short end-to-end runs with resume."""
+import json
 import math
 
 import pytest
@@ -254,3 +255,15 @@ def test_objective_table_time_to_target():
     assert by[("nft", "diffusionnft")]["seconds_to_target"] == 100
     assert by[("awm", "sol_rl")]["seconds_to_target"] == 40 and by[("awm", "sol_rl")]["best_heldout"] == 0.45
     assert by[("flow_grpo", "diffusionnft")]["seconds_to_target"] is None
+
+
+@pytest.mark.parametrize("algorithm", [a for a in ALGOS if a != "nft"])  # nft: test_trainer.py's progress test
+def test_each_objective_reports_its_training_progress_up_to_the_pairs_it_trains(tiny_toy_dir, tmp_path, algorithm, capsys):
+    """A run that is not quiet reports training progress after every micro-batch (train.progress_seconds=0): the last
+    line's count is the iteration's trained pairs, and so is its total."""
+    trainer = Trainer(_algo_cfg(tiny_toy_dir, tmp_path / "run", algorithm, "train.iterations=1", "train.progress_seconds=0"),
+                      quiet=False)
+    trainer.train()
+    pairs = json.loads((tmp_path / "run" / "train.jsonl").read_text().splitlines()[0])["trained_pairs"]
+    lines = [line for line in capsys.readouterr().out.splitlines() if "| train: " in line]
+    assert lines and f"| train: {pairs}/{pairs} pairs" in lines[-1], (pairs, lines[-3:])

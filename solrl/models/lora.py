@@ -17,7 +17,6 @@ import contextlib
 import warnings
 
 import torch
-from diffusers.training_utils import cast_training_params
 from peft import LoraConfig, inject_adapter_in_model
 from peft.tuners.tuners_utils import BaseTunerLayer
 
@@ -61,6 +60,8 @@ def add_policy_adapters(model: torch.nn.Module, config: LoraConfig) -> None:
         inject_adapter_in_model(config, model, adapter_name=OLD)
     if not _tuner_layers(model):
         raise ValueError(f"LoRA target modules {config.target_modules} matched no layer of {type(model).__name__}")
+    from diffusers.training_utils import cast_training_params   # here: importing it loads much of diffusers
+
     for name in (TRAINED, OLD):  # cast_training_params casts the parameters that take gradients: both, for a moment
         for p in adapter_params(model, name).values():
             p.requires_grad_(True)

@@ -114,13 +114,6 @@ def _clock(seconds: float) -> str:
     return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
 
 
-def train_pairs(train_cfg, steps: int, samples: int) -> int:
-    """(sample, timestep) pairs an iteration trains: each sample at its share of the rollout's steps."""
-    fraction = {"nft": train_cfg.timestep_fraction, "awm": train_cfg.timestep_fraction,
-                "dance_grpo": train_cfg.dance.timestep_fraction}.get(train_cfg.algorithm, train_cfg.grpo.timestep_fraction)
-    return samples * max(1, int(steps * fraction))
-
-
 def iteration_stages(spec, groups: int, train_pairs: int, teachers: int) -> list[Stage]:
     """The stages of one iteration of `groups` prompt groups on this rank, in order (RolloutSpec `spec`)."""
     stages = []

@@ -33,7 +33,7 @@ from .advantages import finite_floats, iteration_advantages, refuse_non_finite
 from .checkpoint import load_checkpoint, save_checkpoint
 from .evaluate import evaluate
 from .objectives import UpdateContext, build_objective
-from .progress import IterationProgress, Stage, iteration_stages, train_pairs
+from .progress import IterationProgress, Stage, iteration_stages
 from .run_state import TrainState, restore_run_state, run_state
 from .update import Updater
 
@@ -179,9 +179,9 @@ class Trainer:
         spec.progress = self.progress   # rank 0's reporter hears of each batch (None elsewhere)
         if self.progress is not None:
             groups = len(self.world.shard(len(group_prompts)))
-            c = self.cfg.train
-            teachers = 1 + int(c.algorithm == "nft" and c.nft.ref_kl_coef > 0)
-            self.progress.begin(iteration, iteration_stages(spec, groups, train_pairs(c, spec.full_steps, groups * c.group_size), teachers))
+            c, objective = self.cfg.train, self.objective
+            pairs = groups * c.group_size * objective.train_slots(c, spec.full_steps)
+            self.progress.begin(iteration, iteration_stages(spec, groups, pairs, objective.teacher_forwards(c)))
         return self._rollout(iteration, group_prompts, spec.seeds(self.cfg.seed, iteration, len(group_prompts)), spec)
 
     def run_iteration(self, iteration: int) -> dict | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ...algorithms.timesteps import select_timesteps
+from ...algorithms.timesteps import num_train_slots, select_timesteps
 from ...models.lora import OLD, adapter, mixed_adapter_batch
 from ...parallel.distributed import World
 from ...registry import Registry
@@ -50,6 +50,14 @@ class Objective:
 
     def accumulate(self, ctx: UpdateContext, batch: RolloutBatch, advantages, gen, part=(0, 1)) -> tuple[dict, int]:
         """`part` = (u, U): update u of the U optimizer steps taken on this rollout batch (module docstring)."""
+        raise NotImplementedError
+
+    def train_slots(self, cfg, steps: int) -> int:
+        """The timestep (or step) slots each sample trains on in a rollout of `steps`: accumulate's pairs per sample."""
+        raise NotImplementedError
+
+    def teacher_forwards(self, cfg) -> int:
+        """Forwards without gradient per trained pair (the progress line's cost weight of a pair)."""
         raise NotImplementedError
 
 
@@ -165,6 +173,13 @@ class CleanSampleObjective(Objective):
     def teachers(self, cfg) -> tuple[bool, bool, bool]:
         """(old, ref, batched): which teacher velocities `loss` needs."""
         raise NotImplementedError
+
+    def train_slots(self, cfg, steps: int) -> int:
+        return num_train_slots(steps, cfg.timestep_fraction)
+
+    def teacher_forwards(self, cfg) -> int:
+        old, ref, _ = self.teachers(cfg)
+        return int(old) + int(ref)
 
     def loss(self, cfg, chunk: NoisedChunk, v_theta, v_old, v_ref, advantages) -> tuple[torch.Tensor, dict]:
         raise NotImplementedError

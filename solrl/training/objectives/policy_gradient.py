@@ -14,6 +14,7 @@ import torch
 
 from ...algorithms.flow_grpo import clipped_policy_loss, sde_window
 from ...algorithms.sde import gaussian_kl_equal_std, gaussian_log_prob
+from ...algorithms.timesteps import num_train_slots
 from ...models.lora import adapter
 from ...rollout.driver import run_rollout
 from ...rollout.dynamics import Dynamics
@@ -38,6 +39,13 @@ class PolicyGradientObjective(Objective):
             window = sde_window(steps, self.window_size, torch.Generator().manual_seed(derived_seed(run_seed, iteration, "sde_window")))
         return Dynamics(self.kind, self.noise_level, window)
 
+    def train_slots(self, cfg, steps: int) -> int:
+        """A share of the stochastic steps (a window's size of them where the SDE has a window)."""
+        return num_train_slots(int(self.dynamics(0, 0, steps).stochastic_steps(steps).sum()), self.fraction)
+
+    def teacher_forwards(self, cfg) -> int:
+        return int(self.kl_coef > 0)   # the reference's velocity for the KL
+
     def rollout(self, ctx, group_prompts, seeds, spec, selection_rng, iteration):
         spec = dataclasses.replace(spec, dynamics=self.dynamics(ctx.run_seed, iteration, spec.full_steps))
         return run_rollout(ctx.policy, ctx.reward, group_prompts, seeds, spec, ctx.engine, selection_rng)
@@ -55,7 +63,7 @@ class PolicyGradientObjective(Objective):
         autocast = autocast_for(device, cfg.autocast_bf16)
         sums: dict[str, float] = {}
         max_dev = 0.0
-        slots = steps.shape[1]
+        slots, pairs = steps.shape[1], 0
         for j in range(slots):
             for idx in micro_batches(trained_rows, size):
                 r, i = rows[idx], steps[idx, j]
@@ -77,8 +85,9 @@ class PolicyGradientObjective(Objective):
                     loss = loss + self.kl_coef * kl
                 weight = chunk_weight(idx, slots, trained)
                 (loss * weight).backward()
+                pairs += idx.numel()
                 if ctx.progress is not None:
-                    ctx.progress("train", len(slots[:slots.index(j)]) * n + int(idx[-1]) + 1, 0)
+                    ctx.progress("train", pairs, 0)
                 max_dev = max(max_dev, metrics.pop("ratio_max_deviation"))
                 add_weighted(sums, {**metrics, "loss": float(loss.detach()), "ref_kl": float(kl.detach())}, weight)
         sums["ratio_max_deviation"] = max_dev
