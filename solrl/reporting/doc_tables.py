@@ -37,6 +37,16 @@ def default_run_figures(results: dict) -> dict:
             "seeds": len(values(r, "strict_accuracy", "diffusionnft"))}
 
 
+def referee_of_then(result: dict) -> str:
+    """A clause for a figure read by the judges before the referee shipped now (its training record has the date;
+    the gold check's blob rules came the same day)."""
+    import json
+    from pathlib import Path
+
+    shipped = json.loads((Path(__file__).resolve().parents[1] / "assets" / "toy_referee" / "training.json").read_text())["date"]
+    return f"; read by the gold check and the referee of then, both revised on {shipped}" if result["date"] < shipped else ""
+
+
 @table("default-run")
 def default_run_sentence(results: dict) -> str:
     f = default_run_figures(results)
@@ -45,7 +55,7 @@ def default_run_sentence(results: dict) -> str:
             f"{f['base']['strict_accuracy']:.3f} to {f['strict']} (mean ± 95% interval; gains {f['strict_gains']}), and the referee, a judge that "
             f"shares no rule with the reward and that nothing trains on, agrees: {f['base']['referee_accuracy']:.3f} to "
             f"{f['referee']} (gains {f['referee_gains']}); neither fell under the base at any evaluation "
-            f"({short_machine(r)}, {r['date']}, {r['summary']['iterations']} iterations; "
+            f"({short_machine(r)}, {r['date']}, {r['summary']['iterations']} iterations{referee_of_then(r)}; "
             f"{link('default-run/default_run_5min', results, 'data', base='')}).\n")
 
 
