@@ -29,6 +29,9 @@ def pytest_addoption(parser):
     group = parser.getgroup("solrl order", "run the tests in another order, to show none depends on another's leftovers")
     group.addoption("--reverse", action="store_true", help="run the collected tests last to first")
     group.addoption("--shuffle", type=int, default=None, metavar="SEED", help="run the tests in an order shuffled by SEED")
+    group.addoption("--inductor", action="store_true",
+                    help="also run the tests marked inductor: torch.compile's C++ kernels built from scratch on a first run "
+                         "(minutes on a 2-core CPU; CI runs them)")
     group.addoption("--cpu-durations", type=int, default=None, metavar="N",
                     help="list the N tests that took the most CPU seconds (this process and the processes it waited for, "
                          "setup and call): a cost that other programs on the machine do not inflate, as they do wall time")
@@ -76,8 +79,14 @@ def pytest_terminal_summary(terminalreporter, config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """`--reverse` and `--shuffle SEED` reorder whole files and the tests inside them alike, so a test that only
-    passes after another (a shared run extended by an earlier test, a registry filled by an earlier import) fails."""
+    """Tests marked inductor run only with `--inductor`. `--reverse` and `--shuffle SEED` reorder whole files and the
+    tests inside them alike, so a test that only passes after another (a shared run extended by an earlier test, a
+    registry filled by an earlier import) fails."""
+    if not config.getoption("--inductor"):
+        left_out = [item for item in items if item.get_closest_marker("inductor")]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item in items if not item.get_closest_marker("inductor")]
     if config.getoption("--reverse"):
         items.reverse()
     elif config.getoption("--shuffle") is not None:
