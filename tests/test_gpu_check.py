@@ -29,10 +29,16 @@ def test_dry_run_sizes_the_released_transformer(gpu_check, arch, low, high, tmp_
 
 
 @pytest.mark.slow
-def test_the_whole_acceptance_run_on_a_tiny_model(gpu_check, tmp_path):
-    """`--tiny --device cpu`: every section, eager and compiled, into one JSON with the acceptance keys."""
+@pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.inductor)])
+def test_the_whole_acceptance_run_on_a_tiny_model(gpu_check, tmp_path, monkeypatch, backend):
+    """`--tiny --device cpu`: every section, eager and compiled, into one JSON with the acceptance keys. Compiled
+    through `backend`: inductor (what the GPU run uses) builds C++ kernels on a CPU, most of a first run's time,
+    so it runs with --inductor (tests/test_compile.py says why)."""
     import json
 
+    import solrl.models.compile
+
+    monkeypatch.setattr(solrl.models.compile, "BACKEND", backend)
     out = tmp_path / "g.json"
     # budgets far above its run (about 85 CPU seconds on the 2-core AVX2 EPYC): the default 420 / 330 s of wall
     # time were spent on a busy machine, and the sections skipped would fail the completeness asserted here

@@ -1,24 +1,25 @@
 """kill -9 a training process again and again (once in the middle of a checkpoint write), resume
-each time with --resume auto, and get exactly the weights and logs of an uninterrupted run."""
+each time with --resume auto, and get exactly the weights and logs of an uninterrupted run.
+
+Each `solrl train` runs in a process forked from one that imported the libraries once (tests/_forked_solrl.py):
+fresh interpreters would spend most of the test importing torch, diffusers and peft."""
+import itertools
 import json
-import os
 import random
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
+from _forked_solrl import SolrlProcess
 from conftest import assert_same_training_state
 
 from solrl.training.checkpoint import list_checkpoints, load_checkpoint
 
 pytestmark = pytest.mark.slow
 ITERATIONS = 16
-HERE = Path(__file__).parent
+_STARTED = itertools.count()
 
 
 def _config(tiny_toy_dir, path, **train):
@@ -34,14 +35,9 @@ def _config(tiny_toy_dir, path, **train):
     return path
 
 
-def _env():
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE.parent)}
-
-
-def _train(config, run, *prefix):
-    cmd = [sys.executable, *prefix] if prefix else [sys.executable, "-m", "solrl"]
-    return subprocess.Popen([*cmd, "train", str(config), f"out_dir={run}", "--resume", "auto", "--quiet"], env=_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def _train(config, run, pause_marker=None):
+    return SolrlProcess(["train", str(config), f"out_dir={run}", "--resume", "auto", "--quiet"],
+                        Path(run).parent / f"{Path(run).name}_stderr_{next(_STARTED)}.txt", pause_marker)
 
 
 def _newest(run) -> int:
@@ -71,10 +67,9 @@ def test_kill_nine_and_resume_reproduces_an_uninterrupted_run(tiny_toy_dir, tmp_
 
     # 1) killed while writing a checkpoint: data on disk, seal not yet written
     marker = tmp_path / "writing"
-    proc = _train(config, run, str(HERE / "_train_with_slow_save.py"), str(marker))
-    assert _wait_for(marker.exists, proc), proc.stderr.read().decode()
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc = _train(config, run, pause_marker=marker)
+    assert _wait_for(marker.exists, proc), proc.error_text()
+    proc.kill()
     assert list((run / "checkpoints").glob("*.tmp")) and not list_checkpoints(run / "checkpoints")
     kills = 1
 
@@ -86,18 +81,17 @@ def test_kill_nine_and_resume_reproduces_an_uninterrupted_run(tiny_toy_dir, tmp_
             break  # the last kill landed after the final checkpoint: nothing is left to interrupt
         proc = _train(config, run)
         progressed = _wait_for(lambda before=before: _newest(run) > before, proc)
-        assert progressed, f"the resumed process exited early: {proc.stderr.read().decode()[-2000:]}"
+        assert progressed, f"the resumed process exited early: {proc.error_text()}"
         time.sleep(rng.uniform(0.0, 0.5))
         if proc.poll() is not None:
             break  # it finished before the kill landed
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        proc.kill()
         kills += 1
     assert kills >= 4, f"the run finished after {kills} kills; the test needs at least four"
 
     final = _train(config, run)
-    assert final.wait(timeout=900) == 0, final.stderr.read().decode()[-2000:]
-    assert straight.wait(timeout=900) == 0, straight.stderr.read().decode()[-2000:]
+    assert final.wait(timeout=900) == 0, final.error_text()
+    assert straight.wait(timeout=900) == 0, straight.error_text()
 
     _same_run(reference, run, ITERATIONS)  # AdamW's moments and the torch RNG (seeded by the run) too
     print(f"{kills} kills (the first mid-write), {ITERATIONS} iterations: weights, AdamW moments, torch RNG bit-identical")
@@ -122,13 +116,12 @@ def test_kill_nine_after_a_checkpoint_by_wall_time_resumes_exactly(tiny_toy_dir,
     reference, run = tmp_path / "reference", tmp_path / "killed"
     straight = _train(config, reference)
     proc = _train(config, run)
-    assert _wait_for(lambda: _newest(run) >= 2, proc), proc.stderr.read().decode()[-2000:]
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    assert _wait_for(lambda: _newest(run) >= 2, proc), proc.error_text()
+    proc.kill()
     assert 2 <= _newest(run) < iterations, "the kill landed after the run's end: nothing was resumed"
     final = _train(config, run)
-    assert final.wait(timeout=300) == 0, final.stderr.read().decode()[-2000:]
-    assert straight.wait(timeout=300) == 0, straight.stderr.read().decode()[-2000:]
+    assert final.wait(timeout=300) == 0, final.error_text()
+    assert straight.wait(timeout=300) == 0, straight.error_text()
     _same_run(reference, run, iterations)
     assert _steps(run / "train.jsonl") == list(range(1, iterations + 1))
     assert _steps(run / "eval.jsonl") == _steps(reference / "eval.jsonl") == [0, 2, 4]
