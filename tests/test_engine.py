@@ -221,7 +221,7 @@ def test_sanas_feed_forward_convs_are_quantized_as_the_gemms_they_are(sana_polic
     """GLUMBConv's 1x1 convolutions (conv_inverted, conv_point) are quantized like the reference's linear
     feed-forward; the 3x3 depthwise conv stays. A PointwiseConv computes exactly the conv of the quantized
     weight on the per-sample quantized pixels."""
-    from solrl.precision.engine import layer_rule, quantized_share
+    from solrl.precision.engine import layer_rule, plan_layers, quantized_share
     from solrl.precision.linear import PointwiseConv
 
     engine = ExploreEngine(sana_policy, "nvfp4")   # the reference's layers, emulated
@@ -237,7 +237,8 @@ def test_sanas_feed_forward_convs_are_quantized_as_the_gemms_they_are(sana_polic
     expected = F.conv2d(pixels, weight, conv.bias.detach())
     bound = linear_rounding_bound(pixels.permute(0, 2, 3, 1), weight.flatten(1), conv.bias.detach()).permute(0, 3, 1, 2)
     assert ((layer(x) - expected).abs() <= bound).all()   # the same products, summed in another order
-    share = quantized_share(sana_policy.transformer, layer_rule(sana_policy, engine.recipe, "reference", sana_policy.transformer))
+    rule = layer_rule(sana_policy, engine.recipe, "reference", sana_policy.transformer)
+    share = quantized_share(sana_policy.transformer, *plan_layers(sana_policy.transformer, rule))
     assert (share.layers, share.pointwise_convs) == (len(engine.report.quantized), 4) and "4 of them 1x1 convs" in share.line()
 
 

@@ -96,10 +96,10 @@ class QuantizedShare:
                 f"of their {self.of_weights / 1e9:.2f} B weights ({share:.0%})")
 
 
-def quantized_share(transformer: torch.nn.Module, rule: LayerRule) -> QuantizedShare:
-    """The count and weight share of what `rule` quantizes in `transformer` (the meta device is enough): for
-    `solrl check`, e.g. SANA's 40 cross-attention projections alone against its feed-forward convs too."""
-    quantized, kept = plan_layers(transformer, rule)
+def quantized_share(transformer: torch.nn.Module, quantized: list[str], kept: list[str]) -> QuantizedShare:
+    """The count and weight share of the `quantized` layers of `transformer` against the `kept` ones (plan_layers;
+    the meta device is enough): for `solrl check`, e.g. SANA's 40 cross-attention projections alone against its
+    feed-forward convs too."""
     modules = dict(transformer.named_modules())
     size = lambda names: sum(modules[n].weight.numel() for n in names)  # noqa: E731
     return QuantizedShare(len(quantized), len(quantized) + len(kept), size(quantized), size(quantized) + size(kept),
@@ -196,9 +196,9 @@ class ExploreEngine:
         for name in self._lora_names:
             layer = self.model.get_submodule(name)
             weight = _merged_weight(source[name], self.adapter)
-            if hasattr(layer, "set_weight"):   # QuantLinear, TorchaoLinear, PointwiseConv
+            if hasattr(layer, "set_weight"):   # every engine layer
                 layer.set_weight(weight)
-            else:
+            else:   # a LoRA layer the engine keeps as it is (a 3x3 conv): its merged weight
                 layer.weight.copy_(weight)
         return time.perf_counter() - start
 

@@ -28,6 +28,11 @@ class ContiguousLinear(torch.nn.Linear):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return super().forward(x.contiguous())
 
+    @torch.no_grad()
+    def set_weight(self, weight: torch.Tensor) -> None:
+        """The sync, as every engine layer has it: the new weight written in place (a compiled graph reads it)."""
+        self.weight.copy_(weight)
+
 
 class QuantLinear(torch.nn.Module):
     def __init__(self, in_features: int, out_features: int, bias: torch.Tensor | None, recipe: Recipe, kernel: Kernel):
@@ -125,11 +130,7 @@ class PointwiseConv(torch.nn.Module):
     @torch.no_grad()
     def set_weight(self, weight: torch.Tensor) -> None:
         """A new conv weight [out, in, 1, 1] (or [out, in]) into the GEMM's layer, in place."""
-        weight = weight.reshape(weight.shape[0], -1)
-        if hasattr(self.linear, "set_weight"):
-            self.linear.set_weight(weight)
-        else:   # a full-precision ContiguousLinear
-            self.linear.weight.copy_(weight)
+        self.linear.set_weight(weight.reshape(weight.shape[0], -1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         batch, channels, height, width = x.shape

@@ -54,7 +54,9 @@ def quantized_linear(weight: torch.Tensor, bias: torch.Tensor | None, config) ->
     from torchao.quantization import quantize_
 
     out_features, in_features = weight.shape
-    linear = torch.nn.Linear(in_features, out_features, bias=bias is not None, device=weight.device, dtype=LIBRARY_DTYPE)
+    # skip_init: no random initialisation to overwrite at once (every layer of an engine, at every sync)
+    linear = torch.nn.utils.skip_init(torch.nn.Linear, in_features, out_features, bias=bias is not None,
+                                      device=weight.device, dtype=LIBRARY_DTYPE)
     with torch.no_grad():
         linear.weight.copy_(weight)
         if bias is not None:
