@@ -413,3 +413,12 @@ def test_the_check_says_what_the_engine_quantizes_and_the_torchao_it_runs_on(tmp
     assert "1x1 convs" in explore and "B weights (" in explore and "torchao 0.18.0 (tested range" in explore
     old = DeviceInfo("cuda", "H200", (9, 0), memory_gib=139.8, torchao="0.12.0")
     assert "outside the tested range" in _section(run_check(load_config(ROOT / "configs" / "sana_pickscore.yaml"), old), "explore")
+
+
+def test_the_forecast_pads_samples_as_the_sampler_does():
+    from solrl.preflight.forecast import padded_samples
+    from solrl.rollout.generation import padded_batches
+
+    for samples, batch in [(0, 4), (1, 4), (4, 4), (5, 4), (24, 64), (97, 32)]:
+        ran = sum(len(prompts) for _, prompts, _ in padded_batches([""] * samples, [0] * samples, batch))
+        assert padded_samples(samples, batch) == ran, (samples, batch)

@@ -17,19 +17,17 @@ def run(args) -> int:
     gpus = tuple(dict.fromkeys([1, *(args.gpus or [])]))
     if any(w < 1 for w in gpus):
         raise ValueError(f"--gpus takes a positive number of GPUs, got {min(gpus)}")
-    measured = None
+    if args.measure and described is not None:
+        raise ValueError("--measure times this machine; it does not combine with --capability (a described GPU)")
+    report = run_check(cfg, described, gpus)
     if args.measure:
-        if described is not None:
-            raise ValueError("--measure times this machine; it does not combine with --capability (a described GPU)")
-        first = run_check(cfg, None, gpus)   # nothing loads when something would stop the run anyway
-        if first.problems:
-            print(first.render())
+        if report.problems:   # nothing loads when something would stop the run anyway
+            print(report.render())
             print("--measure: not run, the problems above would stop it")
             return 2
         from ..preflight.measure import measure_group
 
-        measured = measure_group(cfg)
-    report = run_check(cfg, described, gpus, measured)
+        report.set_cost(gpus, measure_group(cfg, report.plan.checkpointing))
     print(f"solrl check {args.config or '(defaults)'} {' '.join(args.overrides)}".rstrip())
     print(report.render())
     return 2 if report.problems else 0

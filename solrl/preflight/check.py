@@ -34,6 +34,11 @@ class CheckReport:
     def add(self, title: str, *lines: str) -> None:
         self.sections.append((title, list(lines)))
 
+    def set_cost(self, gpus: tuple[int, ...], measured=None) -> None:
+        """The cost section (last), from the estimate or from `measured`: what --measure rewrites once it has timed."""
+        lines, self.forecasts = cost_section(self.plan, gpus, measured)
+        self.sections = [(title, body) for title, body in self.sections if title != "cost"] + [("cost", lines)]
+
     def render(self) -> str:
         out = []
         for title, lines in self.sections:
@@ -166,6 +171,5 @@ def run_check(cfg: Config, described: DeviceInfo | None = None, gpus: tuple[int,
         report.add("memory", *note, *estimate.lines(info.memory_gib if info.type == "cuda" else None))
         if info.type == "cuda" and info.memory_gib and not fits(estimate, info.memory_gib):
             report.problems.append(memory_problem(estimate.peak_gib, info.memory_gib))
-    lines, report.forecasts = cost_section(plan, gpus, measured)
-    report.add("cost", *lines)
+    report.set_cost(gpus, measured)
     return report

@@ -43,8 +43,19 @@ def estimated_group(plan: RunPlan) -> tuple[GroupCost | None, list[str]]:
     flops = forward_flops(family, plan.transformer, sample_shape(cfg, plan.arch), plan.text_tokens)
     kernel = plan.explore.kernel if plan.explore is not None else None
     cost, notes = estimate_group(cfg, flops, peak, kernel.name if kernel else None, kernel.real if kernel else True,
-                                 plan.checkpointing)
+                                 plan.checkpointing, trained_shape(cfg))
     return cost, [f"GPU speed: {how}; one forward {flops / 1e12:.1f} TFLOP per sample", *notes]
+
+
+def trained_shape(cfg) -> tuple[int, int] | None:
+    """(slots each sample trains, teacher forwards per trained pair), as the run's objective counts them, for the
+    objectives the calibration covers (nft and awm: clean-sample training); None for the others."""
+    from ..training.objectives import CleanSampleObjective, build_objective
+
+    objective = build_objective(cfg)
+    if not isinstance(objective, CleanSampleObjective):
+        return None
+    return objective.train_slots(cfg.train, cfg.sampling.steps), objective.teacher_forwards(cfg.train)
 
 
 def stage_line(cost: GroupCost) -> str:

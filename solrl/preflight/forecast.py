@@ -100,17 +100,19 @@ class GroupCost:
         return self.explore + self.regenerate + self.score + (self.train or 0.0)
 
 
-def _padded(samples: int, batch: int) -> int:
+def padded_samples(samples: int, batch: int) -> int:
     """Samples a sampler runs for `samples`: every forward is padded to the batch (rollout/generation.py)."""
     return math.ceil(samples / batch) * batch
 
 
 def estimate_group(cfg, flops_per_forward: float, peak_tflops: float, kernel_name: str | None,
-                   kernel_real: bool = True, checkpointing: bool | None = None) -> tuple[GroupCost, list[str]]:
+                   kernel_real: bool = True, checkpointing: bool | None = None,
+                   trained: tuple[int, int] | None = None) -> tuple[GroupCost, list[str]]:
     """One prompt group's stage seconds from the model's FLOPs and the GPU's peak (`checkpointing`: the decided
-    model.gradient_checkpointing, where the config says auto); also the notes on what the figure rests on beyond
-    the calibration (stand-ins, what is left out). Samples are counted as drawn, not padded: the sampler pads
-    the iteration's last batch only, whichever group it ends."""
+    model.gradient_checkpointing, where the config says auto; `trained`: the objective's slots trained per sample
+    and teacher forwards per trained pair, None where the calibration does not cover its training step); also the
+    notes on what the figure rests on beyond the calibration (stand-ins, what is left out). Samples are counted as
+    drawn, not padded: the sampler pads the iteration's last batch only, whichever group it ends."""
     c, r, s = cfg.train, cfg.rollout, cfg.sampling
     notes = []
     forward = flops_per_forward / (peak_efficiency() * peak_tflops * 1e12)
@@ -137,12 +139,10 @@ def estimate_group(cfg, flops_per_forward: float, peak_tflops: float, kernel_nam
     images = full + (r.explore_seeds if r.family in ("sol_rl", "naive_quant") else 0)
     score = images * score_seconds_per_image()
     train = None
-    if c.algorithm in ("nft", "awm"):
-        teachers = (1 + int(c.nft.ref_kl_coef > 0)) if c.algorithm == "nft" else (
-            int(c.awm.old_kl_coef > 0) + int(c.awm.ref_kl_coef > 0))
-        pairs = c.group_size * max(1, int(s.steps * c.timestep_fraction))
+    if trained is not None:
+        slots, teachers = trained
         on = cfg.model.gradient_checkpointing is True if checkpointing is None else checkpointing
-        train = pairs * forward_here * train_forwards_per_pair(teachers, on)
+        train = c.group_size * slots * forward_here * train_forwards_per_pair(teachers, on)
     else:
         notes.append(f"train.algorithm={c.algorithm}: its training step is not estimated (only nft and awm); --measure times it")
     notes.append("decoding and scoring are timed as in the calibration run (tiny VAE, CNN reward): a real VAE and "
@@ -159,7 +159,7 @@ def evaluation_seconds(cfg, cost: GroupCost, eval_prompts: int | None) -> float 
     e = cfg.eval
     images = eval_prompts * e.seeds_per_prompt
     passes = 2 if e.guidance != 1.0 else 1
-    return _padded(images, cfg.sampling.batch_size) * e.steps * cost.forward * passes + images * score_seconds_per_image()
+    return padded_samples(images, cfg.sampling.batch_size) * e.steps * cost.forward * passes + images * score_seconds_per_image()
 
 
 def evaluations(cfg) -> int:

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from ..config import Config
-from ..rollout.generation import padded_batches
-from .forecast import GroupCost
+from .forecast import GroupCost, padded_samples
 from .gate import gate
 
 
@@ -33,10 +32,6 @@ def probe_config(cfg: Config, out_dir: str) -> Config:
     return probe
 
 
-def _padded(samples: int, batch: int) -> int:
-    return sum(len(prompts) for _, prompts, _ in padded_batches([""] * samples, [0] * samples, batch))
-
-
 def group_cost(cfg: Config, record: dict) -> GroupCost:
     """A measured iteration of one prompt group as stage seconds. Alone, the group pads its last batch; in a
     run the groups share batches, so each generation stage counts its samples, not the padding. What is neither
@@ -47,15 +42,16 @@ def group_cost(cfg: Config, record: dict) -> GroupCost:
     train = record.get("seconds_train", 0.0)
     score = record["seconds_iteration"] - explore - generate - train
     full = {"sol_rl": c.group_size, "diffusionnft": c.group_size, "naive_scaling": r.explore_seeds}.get(r.family)
-    forward = generate / (_padded(full, s.batch_size) * s.steps * (2 if s.guidance != 1.0 else 1)) if full else None
+    forward = generate / (padded_samples(full, s.batch_size) * s.steps * (2 if s.guidance != 1.0 else 1)) if full else None
     explored = r.explore_seeds if r.family in ("sol_rl", "naive_quant") else 0
-    return GroupCost(explore * (explored / _padded(explored, s.batch_size) if explored else 1.0),
-                     generate * (full / _padded(full, s.batch_size) if full else 1.0), score, train, forward, "measured",
+    return GroupCost(explore * (explored / padded_samples(explored, s.batch_size) if explored else 1.0),
+                     generate * (full / padded_samples(full, s.batch_size) if full else 1.0), score, train, forward, "measured",
                      record.get("seconds_compile", 0.0))
 
 
-def measure_group(cfg: Config) -> Measured:
-    """Build the run's trainer for one prompt group and time one iteration (rank 0 of 1)."""
+def measure_group(cfg: Config, checkpointing: bool | None = None) -> Measured:
+    """Build the run's trainer for one prompt group and time one iteration (rank 0 of 1); `checkpointing`: the
+    plan's decided model.gradient_checkpointing where the caller has the plan (else the gate decides it)."""
     from ..training.trainer import Trainer
 
     cuda = torch.device(cfg.model.device).type == "cuda"
@@ -63,7 +59,7 @@ def measure_group(cfg: Config) -> Measured:
         if cuda:
             torch.cuda.reset_peak_memory_stats()
         probe = probe_config(cfg, out)
-        probe.model.gradient_checkpointing = gate(probe)
+        probe.model.gradient_checkpointing = gate(probe) if checkpointing is None else checkpointing
         trainer = Trainer(probe, quiet=True)
         record = trainer.run_iteration(0)
         peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else None

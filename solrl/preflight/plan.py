@@ -57,15 +57,14 @@ def _explore_plan(cfg: Config, info: DeviceInfo, transformer) -> ExplorePlan | N
     kernel = select_kernel(recipe, info)
     rule = layer_rule(family_class(cfg.model.name), recipe, r.explore_layers, transformer)
     quantized, kept = plan_layers(transformer, rule)
-    wanted = set(quantized)
-    sizes = {name: m.weight.numel() for name, m in transformer.named_modules() if name in wanted}
+    share = quantized_share(transformer, quantized, kept)
     plain = recipe.weight_format is None
     model_bytes = 2 if cfg.model.dtype in HALF else 4
     plain_bytes = recipe.compute_dtype.itemsize if plain else model_bytes
     per_weight = stored_bytes_per_weight(recipe, kernel)
     total = sum(p.numel() for p in transformer.parameters())
-    engine_bytes = (total - sum(sizes.values())) * plain_bytes + sum(sizes.values()) * per_weight
-    return ExplorePlan(recipe, kernel, quantized, kept, quantized_share(transformer, rule), engine_bytes)
+    engine_bytes = (total - share.weights) * plain_bytes + share.weights * per_weight
+    return ExplorePlan(recipe, kernel, quantized, kept, share, engine_bytes)
 
 
 def text_tokens(cfg: Config, released) -> int:

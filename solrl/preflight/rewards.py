@@ -11,7 +11,10 @@ import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
-from .sources import HUB_ID, cached_snapshot, is_remote
+import torch
+
+from ..devices import DTYPES
+from .sources import HUB_ID, cached_snapshot, is_remote, reward_parts
 
 CLIP_H14 = 986_109_441        # CLIP ViT-H/14 (width 1280 x 32 vision layers, 1024 x 24 text), projection 1024
 CLIP_L14 = 427_616_513        # CLIP ViT-L/14 (1024 x 24 vision, 768 x 12 text), projection 768
@@ -23,7 +26,6 @@ RELEASED_REWARD_PARAMS = {
     "openai/clip-vit-large-patch14": CLIP_L14,  # CLIPScore; the aesthetic predictor's encoder (its head: 0.9 M)
     "THUDM/ImageReward": BLIP_IMAGEREWARD,
 }
-DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2}
 
 
 @dataclass(frozen=True)
@@ -47,16 +49,6 @@ class RewardPart:
             return f"reward {self.name}: {self.source}, size unknown (not counted in memory)"
         size = f"{self.params / 1e9:.2f} B parameters x {self.bytes_per_param} bytes = {self.device_bytes / 2**30:.1f} GiB"
         return f"reward {self.name}: {self.source}, {size if self.where == 'gpu' else 'on the CPU'}"
-
-
-def reward_parts(reward_cfg) -> list[tuple[str, type, dict]]:
-    """(name, class, options) of the reward, or of each part of `multi` (unknown names left out)."""
-    from ..rewards import REWARDS
-
-    parts = [(reward_cfg.name, reward_cfg.options)]
-    if reward_cfg.name == "multi":
-        parts = [(name, reward_cfg.options.get(name, {})) for name in reward_cfg.weights]
-    return [(name, REWARDS[name], dict(options or {})) for name, options in parts if name in REWARDS]
 
 
 def init_parameters(cls) -> dict[str, inspect.Parameter]:
@@ -112,7 +104,7 @@ def reward_footprint(reward_cfg, device_type: str) -> list[RewardPart]:
             found.append(RewardPart(name, "cpu", None, 0, f"{cls.__name__} scores on the CPU"))
             continue
         device = str(options.get("device") or device_type)
-        bytes_per_param = DTYPE_BYTES.get(str(options.get("dtype", "float32")), 4)
+        bytes_per_param = DTYPES.get(str(options.get("dtype", "float32")), torch.float32).itemsize
         on_disk = count_on_disk(model)
         params, source = (on_disk, f"{model} (counted on disk)") if on_disk is not None else (
             RELEASED_REWARD_PARAMS.get(model), f"{model} (its released size)")

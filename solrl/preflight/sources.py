@@ -105,20 +105,25 @@ def is_remote(reward_cls) -> bool:
     return "base_url" in inspect.signature(reward_cls.__init__).parameters
 
 
-def reward_weights(reward_cfg) -> list[tuple[str, str]]:
-    """(reward option, hub id or path) of every weight a reward would load: its constructor's defaults for
-    model / processor / tokenizer / head, as overridden by reward.options (multi: each part's); remote judges
-    load none."""
+def reward_parts(reward_cfg) -> list[tuple[str, type, dict]]:
+    """(name, class, options) of the reward, or of each part of `multi` (unknown names left out)."""
     from ..rewards import REWARDS
 
     parts = [(reward_cfg.name, reward_cfg.options)]
     if reward_cfg.name == "multi":
         parts = [(name, reward_cfg.options.get(name, {})) for name in reward_cfg.weights]
+    return [(name, REWARDS[name], dict(options or {})) for name, options in parts if name in REWARDS]
+
+
+def reward_weights(reward_cfg) -> list[tuple[str, str]]:
+    """(reward option, hub id or path) of every weight a reward would load: its constructor's defaults for
+    model / processor / tokenizer / head, as overridden by reward.options (multi: each part's); remote judges
+    load none."""
     found = []
-    for name, options in parts:
-        if name not in REWARDS or is_remote(REWARDS[name]):
+    for name, cls, options in reward_parts(reward_cfg):
+        if is_remote(cls):
             continue
-        for param in inspect.signature(REWARDS[name].__init__).parameters.values():
+        for param in inspect.signature(cls.__init__).parameters.values():
             if param.name in ("model", "processor", "tokenizer", "head"):
                 value = options.get(param.name, param.default)
                 if _looks_like_weights(value):
