@@ -34,6 +34,11 @@ def resized_size(height: int, width: int, shortest: int) -> tuple[int, int]:
     return (shortest, new_long) if height <= width else (new_long, shortest)
 
 
+def center_crop_offsets(height: int, width: int, crop_height: int, crop_width: int) -> tuple[int, int]:
+    """(top, left) of torchvision's CenterCrop: half the margin, rounded half to even as Python rounds."""
+    return int(round((height - crop_height) / 2.0)), int(round((width - crop_width) / 2.0))
+
+
 def tensor_pixels(images: torch.Tensor, shortest: int, crop: tuple[int, int], mean, std) -> torch.Tensor:
     """Float NCHW images in [0, 1] -> CLIP input, as torchvision's Resize(shortest) (bilinear, antialiased),
     CenterCrop(crop) and Normalize(mean, std) compute it on a float tensor."""
@@ -42,7 +47,7 @@ def tensor_pixels(images: torch.Tensor, shortest: int, crop: tuple[int, int], me
     if size != (h, w):
         images = F.interpolate(images, size=size, mode="bilinear", align_corners=False, antialias=True)
     (h, w), (ch, cw) = images.shape[-2:], crop
-    top, left = int(round((h - ch) / 2.0)), int(round((w - cw) / 2.0))
+    top, left = center_crop_offsets(h, w, ch, cw)
     images = images[..., top:top + ch, left:left + cw]
     mean = torch.tensor(mean, dtype=images.dtype).view(1, -1, 1, 1)
     std = torch.tensor(std, dtype=images.dtype).view(1, -1, 1, 1)

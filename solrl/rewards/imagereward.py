@@ -11,7 +11,7 @@ from PIL import Image
 from ..images import to_uint8_nhwc
 from .base import REWARDS, Reward, RewardResult
 from .batching import batched
-from .clip_features import OPENAI_MEAN, OPENAI_STD
+from .clip_features import OPENAI_MEAN, OPENAI_STD, center_crop_offsets, resized_size
 from .linear_head import linear_head_from_state
 from .weights import (
     from_pretrained,
@@ -28,12 +28,9 @@ IR_MAX_TOKENS = 35
 
 def resize_center_crop(image_uint8: np.ndarray, size: int) -> np.ndarray:
     """torchvision's Resize(size, BICUBIC) + CenterCrop(size) on a PIL image, as ImageReward's `_transform`."""
-    h, w = image_uint8.shape[:2]
-    short, long = (h, w) if h <= w else (w, h)
-    new_short, new_long = size, int(size * long / short)
-    new_h, new_w = (new_short, new_long) if h <= w else (new_long, new_short)
+    new_h, new_w = resized_size(*image_uint8.shape[:2], size)
     arr = np.asarray(Image.fromarray(image_uint8).resize((new_w, new_h), Image.BICUBIC))
-    top, left = round((new_h - size) / 2), round((new_w - size) / 2)  # Python rounds half to even, as torchvision
+    top, left = center_crop_offsets(new_h, new_w, size, size)
     return arr[top:top + size, left:left + size]
 
 
