@@ -10,8 +10,9 @@ def run(args) -> int:
     from ..lab.convergence import run_convergence
     from ..lab.convergence_report import write_convergence_report
     from ..lab.families import DEFAULT_FAMILIES, FAMILY_PRESETS, parse_variant
+    from .common import configure_logging
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure_logging(logging.INFO)
     variants = dict(parse_variant(tokens) for tokens in args.variant or [])
     families = args.families or DEFAULT_FAMILIES
     unknown = [f for f in families if f not in FAMILY_PRESETS and f not in variants]

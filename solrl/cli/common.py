@@ -1,7 +1,19 @@
-"""What several verbs share: the model and sampling options, and the prompts / policy / reward they name."""
+"""What several verbs share: the log's format, the model and sampling options, and the prompts / policy / reward
+they name."""
 from __future__ import annotations
 
 import argparse
+import logging
+
+
+def configure_logging(level: int, prefix: str = "") -> None:
+    """The verb's log on stderr. torchao announces at import (through peft, on every run) that it found no Triton:
+    true of every CPU build of torch and about GPU kernels only, so on a machine without CUDA it is not shown."""
+    import torch
+
+    logging.basicConfig(level=level, format=f"%(asctime)s {prefix}%(name)s %(levelname)s %(message)s")
+    if not torch.cuda.is_available():
+        logging.getLogger("torchao.kernel.intmm").setLevel(logging.ERROR)
 
 
 def model_args(p: argparse.ArgumentParser) -> None:

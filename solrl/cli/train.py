@@ -12,12 +12,13 @@ def run(args) -> int:
     from ..config import load_config
     from ..parallel.distributed import init_world, launched_by_torchrun
     from ..preflight.gate import gate
+    from .common import configure_logging
 
     if args.nproc_per_node > 1 and not launched_by_torchrun():
         return _relaunch_with_torchrun(args)
     world = init_world()  # under torchrun: join the process group; alone: rank 0 of 1
-    level = logging.INFO if world.main else logging.WARNING  # one voice in the log
-    logging.basicConfig(level=level, format=f"%(asctime)s {'' if not world.active else f'[rank {world.rank}] '}%(name)s %(levelname)s %(message)s")
+    # one voice in the log
+    configure_logging(logging.INFO if world.main else logging.WARNING, f"[rank {world.rank}] " if world.active else "")
     try:
         cfg = load_config(args.config, args.overrides)
         # the wrong machine (no CUDA device, a GPU the estimate does not fit) stops here, before anything loads;
