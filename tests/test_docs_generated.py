@@ -54,3 +54,10 @@ def test_a_region_is_filled_by_its_builder_and_bad_regions_are_named(monkeypatch
         tables.render_page("<!-- table:nope -->\n<!-- /table -->", {})
     with pytest.raises(tables.TableError, match="no '<!-- /table -->'"):
         tables.render_page("<!-- table:demo -->\nleft open\n", {})
+
+
+@pytest.mark.parametrize("seconds, text", [(479.7, "8 min 00 s"), (59.4, "0 min 59 s"), (600.0, "10 min 00 s"), (728.3, "12 min 08 s")])
+def test_durations_round_to_whole_seconds_before_splitting_minutes(seconds, text):
+    from solrl.reporting.cpu_tables import minutes
+
+    assert minutes(seconds) == text

@@ -21,7 +21,9 @@ def default_run_by_cpu(results: dict) -> str:
 
 
 def minutes(seconds: float) -> str:
-    return f"{int(seconds // 60)} min {round(seconds % 60):02d} s"
+    """Whole seconds as "M min SS s" (rounded first: 479.7 s is 8 min 00 s, not 7 min 60 s)."""
+    whole = round(seconds)
+    return f"{whole // 60} min {whole % 60:02d} s"
 
 
 def test_suite(results: dict) -> str:
