@@ -3,9 +3,9 @@ recompilation when weights change in place, and runs that resume exactly.
 
 Each test runs on two backends. `aot_eager` traces, guards and splits forward from backward as inductor does
 (dynamo and AOTAutograd, where recompiles and graph breaks come from) and runs the graphs with eager kernels: the
-suite's default. `inductor`, what a run compiles with, generates and builds C++ kernels: about 560 CPU seconds for
-this file on a first run on the 2-core AVX2 EPYC against 140 for `aot_eager`, so it runs with `--inductor`
-(CI passes it)."""
+suite's default. `inductor`, what a run compiles with, generates and builds C++ kernels: 521 CPU-seconds for this
+file on a first run on the 2-core AVX2 EPYC against 125 for `aot_eager` (results/test-suite/, docs/cpu-kinds.md),
+so it runs with `--inductor` (CI passes it)."""
 import dataclasses
 
 import pytest
