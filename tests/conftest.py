@@ -15,6 +15,10 @@ torch.set_num_threads(int(os.environ.get("SOLRL_TEST_THREADS", "1")))
 import _test_rewards  # noqa: E402,F401  (registers test_brightness; subprocesses get it from tests/_worker_site)
 
 WORKER_SITE = Path(__file__).parent / "_worker_site"
+# torch.compile's backend for the compile tests: aot_eager by default (dynamo and AOTAutograd, eager kernels), inductor
+# (C++ kernels, minutes on a first run) instead with --inductor, as CI runs them (tests/test_compile.py says why)
+COMPILE_BACKENDS = [pytest.param("aot_eager", marks=pytest.mark.stands_in_for_inductor),
+                    pytest.param("inductor", marks=pytest.mark.inductor)]
 
 
 def subprocess_env(**extra):
@@ -30,8 +34,8 @@ def pytest_addoption(parser):
     group.addoption("--reverse", action="store_true", help="run the collected tests last to first")
     group.addoption("--shuffle", type=int, default=None, metavar="SEED", help="run the tests in an order shuffled by SEED")
     group.addoption("--inductor", action="store_true",
-                    help="also run the tests marked inductor: torch.compile's C++ kernels built from scratch on a first run "
-                         "(minutes on a 2-core CPU; CI runs them)")
+                    help="run the compile tests on inductor instead of aot_eager: torch.compile's C++ kernels, built from "
+                         "scratch on a first run (minutes on a 2-core CPU; CI runs them)")
     group.addoption("--cpu-durations", type=int, default=None, metavar="N",
                     help="list the N tests that took the most CPU seconds (this process and the processes it waited for, "
                          "setup and call): a cost that other programs on the machine do not inflate, as they do wall time")
@@ -79,14 +83,14 @@ def pytest_terminal_summary(terminalreporter, config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked inductor run only with `--inductor`. `--reverse` and `--shuffle SEED` reorder whole files and the
-    tests inside them alike, so a test that only passes after another (a shared run extended by an earlier test, a
-    registry filled by an earlier import) fails."""
-    if not config.getoption("--inductor"):
-        left_out = [item for item in items if item.get_closest_marker("inductor")]
-        if left_out:
-            config.hook.pytest_deselected(items=left_out)
-            items[:] = [item for item in items if not item.get_closest_marker("inductor")]
+    """Tests marked inductor run only with `--inductor`, their aot_eager stand-ins only without it. `--reverse` and
+    `--shuffle SEED` reorder whole files and the tests inside them alike, so a test that only passes after another (a
+    shared run extended by an earlier test, a registry filled by an earlier import) fails."""
+    skipped_marker = "stands_in_for_inductor" if config.getoption("--inductor") else "inductor"
+    left_out = [item for item in items if item.get_closest_marker(skipped_marker)]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if not item.get_closest_marker(skipped_marker)]
     if config.getoption("--reverse"):
         items.reverse()
     elif config.getoption("--shuffle") is not None:

@@ -1,16 +1,16 @@
 """torch.compile of the explore engine and of the policy: same numbers as eager within the recipe's tolerance, no
 recompilation when weights change in place, and runs that resume exactly.
 
-Each test runs on two backends. `aot_eager` traces, guards and splits forward from backward as inductor does
+Each test runs on one of two backends. `aot_eager` traces, guards and splits forward from backward as inductor does
 (dynamo and AOTAutograd, where recompiles and graph breaks come from) and runs the graphs with eager kernels: the
 suite's default. `inductor`, what a run compiles with, generates and builds C++ kernels: 521 CPU-seconds for this
 file on a first run on the 2-core AVX2 EPYC against 125 for `aot_eager` (results/test-suite/, docs/cpu-kinds.md),
-so it runs with `--inductor` (CI passes it)."""
+so it runs instead with `--inductor` (CI passes it)."""
 import dataclasses
 
 import pytest
 import torch
-from conftest import make_adapted_policy
+from conftest import COMPILE_BACKENDS, make_adapted_policy
 from torch._dynamo.testing import CompileCounterWithBackend
 
 import solrl.models.compile
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 TOLERANCE = {"fp32": 1e-5, "int8": 2e-2, "nvfp4": 2e-2, "bf16": 2e-2}
 
 
-@pytest.fixture(params=["aot_eager", pytest.param("inductor", marks=pytest.mark.inductor)])
+@pytest.fixture(params=COMPILE_BACKENDS)
 def counter(request, monkeypatch):
     count = CompileCounterWithBackend(request.param)
     monkeypatch.setattr(solrl.models.compile, "BACKEND", count)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import COMPILE_BACKENDS
 
 SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "gpu_check.py"
 
@@ -29,11 +30,11 @@ def test_dry_run_sizes_the_released_transformer(gpu_check, arch, low, high, tmp_
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.inductor)])
+@pytest.mark.parametrize("backend", COMPILE_BACKENDS)
 def test_the_whole_acceptance_run_on_a_tiny_model(gpu_check, tmp_path, monkeypatch, backend):
     """`--tiny --device cpu`: every section, eager and compiled, into one JSON with the acceptance keys. Compiled
     through `backend`: inductor (what the GPU run uses) builds C++ kernels on a CPU, most of a first run's time,
-    so it runs with --inductor (tests/test_compile.py says why)."""
+    so it runs instead with --inductor (tests/test_compile.py says why)."""
     import json
 
     import solrl.models.compile
